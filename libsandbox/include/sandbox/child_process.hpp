@@ -1,0 +1,118 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "sandbox/execution.hpp"
+#include "sandbox/launcher.hpp"
+#include "sandbox/reactor.hpp"
+
+namespace sandbox {
+
+/// Receives what a child does. Every callback runs on a reactor thread and
+/// must not block; the actor layer turns each call into a message.
+struct child_events {
+  /// A piece of output. At most `window` pieces per stream are delivered
+  /// before `child_process::grant` is called for that stream (backpressure).
+  std::function<void(stream_kind, std::string)> on_output;
+  /// The stream reached end of file (or was closed by `close_output`).
+  std::function<void(stream_kind)> on_eof;
+  /// The child exited and was reaped; `status` is the raw wait status.
+  std::function<void(int status)> on_exit;
+  /// A stdin write finished; `err` is 0 or an errno value.
+  std::function<void(uint64_t id, int err)> on_stdin_written;
+};
+
+/// One running child on the shared reactor: its pipes are read
+/// asynchronously, its exit is watched through a pidfd. All state is owned by
+/// the strand; the public functions post onto it and are thread-safe.
+class child_process : public std::enable_shared_from_this<child_process> {
+public:
+  /// Bytes read from a pipe at a time.
+  static constexpr size_t read_size = 64 * 1024;
+
+  /// Output pieces in flight per stream before reading pauses.
+  static constexpr int window = 4;
+
+  /// Launches `spec` and starts watching it on `r`.
+  /// Errors: those of `launch`.
+  static result<std::shared_ptr<child_process>>
+  start(reactor& r, const launch_spec& spec, child_events events);
+
+  ~child_process();
+
+  pid_t pid() const noexcept {
+    return pid_;
+  }
+
+  /// Allows one more output piece of `stream` to be delivered.
+  void grant(stream_kind stream);
+
+  /// Writes `data` to the child's stdin; `on_stdin_written(id, err)` follows.
+  void write_stdin(uint64_t id, std::string data);
+
+  /// Closes the child's stdin (after pending writes).
+  void close_stdin();
+
+  /// Stops reading output: both streams report EOF now. Used once the
+  /// result is due while a background descendant still holds the pipes.
+  void close_output();
+
+  /// Sends `sig` to the child's whole process group.
+  void signal_group(int sig) const noexcept;
+
+  /// Drops all callbacks and closes every descriptor; the child, if still
+  /// running, is killed (SIGKILL to its group) and reaped when it exits.
+  void shutdown();
+
+private:
+  struct pipe_reader {
+    explicit pipe_reader(boost::asio::strand<
+                         boost::asio::io_context::executor_type>& strand)
+      : fd(strand) {
+    }
+    boost::asio::posix::stream_descriptor fd;
+    std::array<char, read_size> buf;
+    int credit = window;
+    bool reading = false;
+    bool eof = false;
+  };
+
+  child_process(reactor& r, pid_t pid, child_events events);
+  void start_read(stream_kind stream);
+  void finish_stream(stream_kind stream);
+  void watch_exit();
+  void on_pidfd_ready();
+  void pump_stdin();
+  pipe_reader& reader(stream_kind s) {
+    return s == stream_kind::out ? out_ : err_;
+  }
+
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  pid_t pid_;
+  child_events events_;
+  pipe_reader out_;
+  pipe_reader err_;
+  boost::asio::posix::stream_descriptor stdin_;
+  boost::asio::posix::stream_descriptor pidfd_;
+  struct pending_write {
+    uint64_t id;
+    std::string data;
+    size_t offset;
+  };
+  std::vector<pending_write> writes_;
+  bool writing_ = false;
+  bool close_stdin_after_writes_ = false;
+  std::atomic<bool> exited_{false};
+};
+
+} // namespace sandbox

@@ -1,0 +1,93 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandbox {
+
+/// Environment variables: name → value, sorted by name.
+using env_map = std::map<std::string, std::string>;
+
+/// Why an execution ended (R1).
+enum class exit_reason : uint8_t {
+  /// The child exited on its own; `exit_code` is its status.
+  exited,
+  /// The child was ended by a signal; `exit_code` is 128 + signo (R6).
+  signalled,
+  /// The timeout fired; `exit_code` is 124 (R5).
+  timeout,
+  /// The execution was cancelled; `exit_code` is 130 (R5).
+  cancelled,
+  /// The session was stopped while the execution ran (R22).
+  stopped,
+};
+
+std::string_view to_string(exit_reason x) noexcept;
+
+/// Which output stream a chunk came from.
+enum class stream_kind : uint8_t { out, err };
+
+std::string_view to_string(stream_kind x) noexcept;
+
+/// A piece of a child's output as it arrived (R8: never splits a UTF-8
+/// sequence of valid UTF-8 output).
+struct output_chunk {
+  stream_kind stream = stream_kind::out;
+  std::string data;
+};
+
+/// Exit code reported for a timed-out execution (as `timeout(1)`).
+constexpr int exit_code_timeout = 124;
+
+/// Exit code reported for a cancelled execution (128 + SIGINT).
+constexpr int exit_code_cancelled = 130;
+
+/// Exit code of a missing interpreter (R7) or command (as sh).
+constexpr int exit_code_not_found = 127;
+
+/// Default cap on the retained stdout and stderr of one result (R9).
+constexpr uint64_t default_output_cap = 16u << 20;
+
+/// Options of one execution (R2).
+struct exec_options {
+  /// Zero means no limit.
+  std::chrono::milliseconds timeout{0};
+  /// Working directory; empty means the session working directory.
+  std::string cwd;
+  /// Merged over the session env (R4).
+  env_map env;
+  /// Caller-chosen key that `cancel` names; empty means not cancellable.
+  std::string cancel_key;
+  /// Retained bytes per stream (R9); zero means the session default.
+  uint64_t output_cap = 0;
+};
+
+/// The one result that ends every execution (R1).
+struct exec_result {
+  int32_t exit_code = 0;
+  exit_reason reason = exit_reason::exited;
+  /// Retained output: head and tail with a marker between (R9).
+  std::string stdout_data;
+  std::string stderr_data;
+  /// Files the execution produced for the caller; local sessions report none.
+  std::vector<std::string> output_files;
+  bool truncated = false;
+  uint64_t dropped_bytes = 0;
+};
+
+/// What `stop` reports (R22).
+struct stop_receipt {
+  /// Processes (children and descendants) that were running and got ended.
+  uint32_t ended = 0;
+  /// How many of those ignored SIGTERM and needed SIGKILL.
+  uint32_t killed = 0;
+  /// Processes of the session still alive after the stop; verified, not
+  /// assumed, and always 0 unless the kernel refused a kill.
+  uint32_t survivors = 0;
+};
+
+} // namespace sandbox

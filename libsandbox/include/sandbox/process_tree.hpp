@@ -1,0 +1,59 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandbox {
+
+/// One process as /proc shows it.
+struct proc_entry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  pid_t sid = 0;
+  /// The state letter of /proc/PID/stat ('R', 'S', 'Z', ...).
+  char state = '?';
+
+  bool zombie() const noexcept {
+    return state == 'Z' || state == 'X';
+  }
+};
+
+/// Reads every process of the system from /proc. Processes that vanish
+/// while being read are skipped.
+std::vector<proc_entry> proc_snapshot();
+
+/// Returns whether the initial environment of `pid` holds an entry that
+/// starts with `prefix` (e.g. "SANDBOX_EXEC=<session>/"). False for zombies
+/// and for processes whose environ cannot be read.
+bool environ_has_prefix(pid_t pid, std::string_view prefix);
+
+/// Name of the marker variable put into the environment of every child, so
+/// that descendants that leave the process group (setsid, double fork) are
+/// still found: `SANDBOX_EXEC=<session-id>/<execution-number>`.
+constexpr std::string_view marker_variable = "SANDBOX_EXEC";
+
+/// Which processes belong to a set of executions.
+struct tree_query {
+  /// Process groups of the executions' children (one per child).
+  std::vector<pid_t> groups;
+  /// Roots whose descendants (by parent pid) belong to the set.
+  std::vector<pid_t> roots;
+  /// Environment prefix that marks a member, e.g. "SANDBOX_EXEC=<sid>/".
+  std::string marker_prefix;
+};
+
+/// Finds the live (non-zombie) processes matched by `q`, excluding the
+/// calling process: group members, descendants of a root, and processes
+/// whose environment carries the marker.
+std::vector<pid_t> find_members(const tree_query& q);
+
+/// Same as `find_members`, on a snapshot taken by the caller.
+std::vector<pid_t> find_members(const tree_query& q,
+                                const std::vector<proc_entry>& snapshot);
+
+} // namespace sandbox

@@ -1,0 +1,208 @@
+#include "sandbox/child_process.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+namespace sandbox {
+
+namespace asio = boost::asio;
+
+result<std::shared_ptr<child_process>>
+child_process::start(reactor& r, const launch_spec& spec,
+                     child_events events) {
+  auto launched = launch(spec);
+  if (!launched)
+    return launched.error();
+  auto& c = *launched;
+  std::shared_ptr<child_process> self{
+    new child_process(r, c.pid, std::move(events))};
+  self->out_.fd.assign(c.stdout_r.release());
+  self->err_.fd.assign(c.stderr_r.release());
+  self->out_.fd.non_blocking(true);
+  self->err_.fd.non_blocking(true);
+  if (c.stdin_w) {
+    self->stdin_.assign(c.stdin_w.release());
+    self->stdin_.non_blocking(true);
+  }
+  self->pidfd_.assign(c.pidfd.release());
+  asio::post(self->strand_, [self] {
+    self->start_read(stream_kind::out);
+    self->start_read(stream_kind::err);
+    self->watch_exit();
+  });
+  return self;
+}
+
+child_process::child_process(reactor& r, pid_t pid, child_events events)
+  : strand_(asio::make_strand(r.executor())),
+    pid_(pid),
+    events_(std::move(events)),
+    out_(strand_),
+    err_(strand_),
+    stdin_(strand_),
+    pidfd_(strand_) {
+}
+
+child_process::~child_process() {
+  // Destruction terminates the child: a child never outlives its owner.
+  if (!exited_ && pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    // SIGKILL cannot be caught; the reap is immediate unless the child sits
+    // in uninterruptible sleep.
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+void child_process::start_read(stream_kind stream) {
+  auto& r = reader(stream);
+  if (r.reading || r.eof || r.credit <= 0 || !r.fd.is_open())
+    return;
+  r.reading = true;
+  r.fd.async_read_some(
+    asio::buffer(r.buf),
+    [self = shared_from_this(), stream](boost::system::error_code ec,
+                                        size_t n) {
+      auto& r = self->reader(stream);
+      r.reading = false;
+      if (ec || n == 0) {
+        self->finish_stream(stream);
+        return;
+      }
+      --r.credit;
+      if (self->events_.on_output)
+        self->events_.on_output(stream, std::string(r.buf.data(), n));
+      self->start_read(stream);
+    });
+}
+
+void child_process::finish_stream(stream_kind stream) {
+  auto& r = reader(stream);
+  if (r.eof)
+    return;
+  r.eof = true;
+  boost::system::error_code ignored;
+  r.fd.close(ignored);
+  if (events_.on_eof)
+    events_.on_eof(stream);
+}
+
+void child_process::grant(stream_kind stream) {
+  asio::post(strand_, [self = shared_from_this(), stream] {
+    ++self->reader(stream).credit;
+    self->start_read(stream);
+  });
+}
+
+void child_process::watch_exit() {
+  pidfd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                    [self = shared_from_this()](boost::system::error_code ec) {
+                      if (ec == asio::error::operation_aborted)
+                        return;
+                      self->on_pidfd_ready();
+                    });
+}
+
+void child_process::on_pidfd_ready() {
+  int status = 0;
+  // A readable pidfd means the child is a zombie now; mark it first so that
+  // no signal can reach a recycled pid after the reap.
+  exited_ = true;
+  auto rc = ::waitpid(pid_, &status, WNOHANG);
+  if (rc == 0) {
+    exited_ = false;
+    watch_exit();
+    return;
+  }
+  boost::system::error_code ignored;
+  pidfd_.close(ignored);
+  if (events_.on_exit)
+    events_.on_exit(rc == pid_ ? status : 0);
+}
+
+void child_process::write_stdin(uint64_t id, std::string data) {
+  asio::post(strand_, [self = shared_from_this(), id,
+                       data = std::move(data)]() mutable {
+    if (!self->stdin_.is_open() || self->close_stdin_after_writes_) {
+      if (self->events_.on_stdin_written)
+        self->events_.on_stdin_written(id, EPIPE);
+      return;
+    }
+    self->writes_.push_back({id, std::move(data), 0});
+    self->pump_stdin();
+  });
+}
+
+void child_process::pump_stdin() {
+  if (writing_)
+    return;
+  if (writes_.empty()) {
+    if (close_stdin_after_writes_) {
+      boost::system::error_code ignored;
+      stdin_.close(ignored);
+    }
+    return;
+  }
+  writing_ = true;
+  auto& w = writes_.front();
+  asio::async_write(
+    stdin_, asio::buffer(w.data),
+    [self = shared_from_this()](boost::system::error_code ec, size_t) {
+      self->writing_ = false;
+      auto done = std::move(self->writes_.front());
+      self->writes_.erase(self->writes_.begin());
+      if (self->events_.on_stdin_written)
+        self->events_.on_stdin_written(done.id, ec ? ec.value() : 0);
+      if (ec) {
+        // The child closed its stdin: fail every queued write the same way.
+        for (auto& w : self->writes_)
+          if (self->events_.on_stdin_written)
+            self->events_.on_stdin_written(w.id, ec.value());
+        self->writes_.clear();
+        boost::system::error_code ignored;
+        self->stdin_.close(ignored);
+        return;
+      }
+      self->pump_stdin();
+    });
+}
+
+void child_process::close_stdin() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->close_stdin_after_writes_ = true;
+    self->pump_stdin();
+  });
+}
+
+void child_process::close_output() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->finish_stream(stream_kind::out);
+    self->finish_stream(stream_kind::err);
+  });
+}
+
+void child_process::signal_group(int sig) const noexcept {
+  if (pid_ > 0 && !exited_) {
+    if (::kill(-pid_, sig) != 0)
+      ::kill(pid_, sig);
+  }
+}
+
+void child_process::shutdown() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->events_ = child_events{};
+    boost::system::error_code ignored;
+    self->out_.fd.close(ignored);
+    self->err_.fd.close(ignored);
+    self->stdin_.close(ignored);
+    self->pidfd_.close(ignored);
+    // The last reference may now drop; the destructor kills and reaps a
+    // child that is still running.
+  });
+}
+
+} // namespace sandbox

@@ -1,0 +1,129 @@
+#include "sandbox/process_tree.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "sandbox/unique_fd.hpp"
+
+namespace sandbox {
+
+namespace {
+
+bool read_small_file(const char* path, std::string& out) {
+  unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC)};
+  if (!fd)
+    return false;
+  out.clear();
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0)
+      return false;
+    if (n == 0)
+      return true;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// /proc/PID/stat: "pid (comm) state ppid pgrp session ..." where comm may
+// contain spaces and parentheses, so parse from the last ')'.
+bool parse_stat(const std::string& text, proc_entry& e) {
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size())
+    return false;
+  const char* p = text.c_str() + close + 2;
+  e.state = *p;
+  char* end = nullptr;
+  e.ppid = static_cast<pid_t>(std::strtol(p + 1, &end, 10));
+  e.pgid = static_cast<pid_t>(std::strtol(end, &end, 10));
+  e.sid = static_cast<pid_t>(std::strtol(end, &end, 10));
+  return true;
+}
+
+} // namespace
+
+std::vector<proc_entry> proc_snapshot() {
+  std::vector<proc_entry> result;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr)
+    return result;
+  std::string text;
+  char path[64];
+  while (auto* ent = ::readdir(dir)) {
+    if (ent->d_name[0] < '0' || ent->d_name[0] > '9')
+      continue;
+    proc_entry e;
+    e.pid = static_cast<pid_t>(std::atoi(ent->d_name));
+    std::snprintf(path, sizeof(path), "/proc/%d/stat", e.pid);
+    if (read_small_file(path, text) && parse_stat(text, e))
+      result.push_back(e);
+  }
+  ::closedir(dir);
+  return result;
+}
+
+bool environ_has_prefix(pid_t pid, std::string_view prefix) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+  std::string text;
+  if (!read_small_file(path, text))
+    return false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\0', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string_view entry{text.data() + pos, end - pos};
+    if (entry.substr(0, prefix.size()) == prefix)
+      return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+std::vector<pid_t> find_members(const tree_query& q) {
+  return find_members(q, proc_snapshot());
+}
+
+std::vector<pid_t> find_members(const tree_query& q,
+                                const std::vector<proc_entry>& snapshot) {
+  auto self = ::getpid();
+  std::unordered_set<pid_t> groups(q.groups.begin(), q.groups.end());
+  std::unordered_set<pid_t> members;
+  std::unordered_map<pid_t, pid_t> parent;
+  for (auto& e : snapshot)
+    parent.emplace(e.pid, e.ppid);
+  std::unordered_set<pid_t> roots(q.roots.begin(), q.roots.end());
+  auto descends_from_root = [&](pid_t pid) {
+    // Bounded walk: a pid chain cannot be longer than the snapshot.
+    for (size_t i = 0; i <= snapshot.size() && pid > 1; ++i) {
+      if (roots.count(pid) > 0)
+        return true;
+      auto it = parent.find(pid);
+      if (it == parent.end())
+        return false;
+      pid = it->second;
+    }
+    return false;
+  };
+  for (auto& e : snapshot) {
+    if (e.pid == self || e.zombie())
+      continue;
+    if (groups.count(e.pgid) > 0 || descends_from_root(e.pid)
+        || (!q.marker_prefix.empty()
+            && environ_has_prefix(e.pid, q.marker_prefix)))
+      members.insert(e.pid);
+  }
+  std::vector<pid_t> result(members.begin(), members.end());
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+} // namespace sandbox

@@ -1,0 +1,76 @@
+#include "sandbox/reaper.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "sandbox/process_tree.hpp"
+
+namespace sandbox {
+
+reaper::reaper(reactor& r) : signals_(r.context(), SIGCHLD) {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    spdlog::warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
+                 "re-parented to init and cannot be reaped by the node");
+  wait_signal();
+}
+
+reaper::~reaper() {
+  boost::system::error_code ignored;
+  signals_.cancel(ignored);
+}
+
+void reaper::wait_signal() {
+  signals_.async_wait([this](boost::system::error_code ec, int) {
+    if (ec)
+      return;
+    if (tracked() > 0)
+      reap_now();
+    wait_signal();
+  });
+}
+
+void reaper::track_pid(pid_t pid) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  pids_.insert(pid);
+}
+
+void reaper::track_group(pid_t pgid) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  groups_.insert(pgid);
+}
+
+size_t reaper::tracked() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return pids_.size() + groups_.size();
+}
+
+size_t reaper::reap_now() {
+  auto self = ::getpid();
+  auto snapshot = proc_snapshot();
+  size_t reaped = 0;
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& e : snapshot) {
+    if (e.ppid != self || !e.zombie())
+      continue;
+    if (pids_.count(e.pid) == 0 && groups_.count(e.pgid) == 0)
+      continue;
+    int status = 0;
+    if (::waitpid(e.pid, &status, WNOHANG) == e.pid) {
+      ++reaped;
+      pids_.erase(e.pid);
+    }
+  }
+  // Forget what can no longer produce a zombie of ours.
+  for (auto i = pids_.begin(); i != pids_.end();)
+    i = ::kill(*i, 0) != 0 && errno == ESRCH ? pids_.erase(i) : std::next(i);
+  for (auto i = groups_.begin(); i != groups_.end();)
+    i = ::kill(-*i, 0) != 0 && errno == ESRCH ? groups_.erase(i)
+                                              : std::next(i);
+  return reaped;
+}
+
+} // namespace sandbox
