@@ -11,14 +11,13 @@ namespace sandbox {
 namespace asio = boost::asio;
 
 result<std::shared_ptr<child_process>>
-child_process::start(reactor& r, const launch_spec& spec,
-                     child_events events) {
+child_process::start(reactor& r, const launch_spec& spec) {
   auto launched = launch(spec);
   if (!launched)
     return launched.error();
   auto& c = *launched;
   std::shared_ptr<child_process> self{
-    new child_process(r, c.pid, std::move(events))};
+    new child_process(r, c.pid)};
   self->out_.fd.assign(c.stdout_r.release());
   self->err_.fd.assign(c.stderr_r.release());
   self->out_.fd.non_blocking(true);
@@ -28,18 +27,22 @@ child_process::start(reactor& r, const launch_spec& spec,
     self->stdin_.non_blocking(true);
   }
   self->pidfd_.assign(c.pidfd.release());
-  asio::post(self->strand_, [self] {
+  return self;
+}
+
+void child_process::activate(child_events events) {
+  asio::post(strand_, [self = shared_from_this(),
+                       events = std::move(events)]() mutable {
+    self->events_ = std::move(events);
     self->start_read(stream_kind::out);
     self->start_read(stream_kind::err);
     self->watch_exit();
   });
-  return self;
 }
 
-child_process::child_process(reactor& r, pid_t pid, child_events events)
+child_process::child_process(reactor& r, pid_t pid)
   : strand_(asio::make_strand(r.executor())),
     pid_(pid),
-    events_(std::move(events)),
     out_(strand_),
     err_(strand_),
     stdin_(strand_),

@@ -1,3 +1,84 @@
 // Purpose-built child for process tests (as Boost.Process's tests do): one
 // mode per behaviour, so tests do not depend on what /bin holds.
-int main() { return 0; }
+//
+//   sandbox-test-child emit BYTES          writes BYTES bytes of 'x' (fast)
+//   sandbox-test-child split-utf8          4-byte UTF-8 char across 64 KiB
+//   sandbox-test-child ignore-term MS      ignores SIGTERM, sleeps MS ms
+//   sandbox-test-child all-bytes           writes bytes 0..255 to stdout
+//   sandbox-test-child echo                copies stdin to stdout
+//   sandbox-test-child exit N              exits with status N
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+bool write_all(const char* data, size_t n) {
+  while (n > 0) {
+    auto w = ::write(1, data, n);
+    if (w <= 0)
+      return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2)
+    return 2;
+  std::string mode = argv[1];
+  if (mode == "emit" && argc == 3) {
+    auto total = std::strtoull(argv[2], nullptr, 10);
+    std::vector<char> buf(1 << 20, 'x');
+    while (total > 0) {
+      auto n = total < buf.size() ? total : buf.size();
+      if (!write_all(buf.data(), n))
+        return 1;
+      total -= n;
+    }
+    return 0;
+  }
+  if (mode == "split-utf8") {
+    // 65534 ASCII bytes, then U+1F600 (4 bytes) straddling the 64 KiB mark
+    // that is the pipe's buffer size, written in two separate writes.
+    std::string head(65534, 'a');
+    head += "\xF0\x9F";
+    write_all(head.data(), head.size());
+    ::usleep(20000);
+    write_all("\x98\x80", 2);
+    write_all("\n", 1);
+    return 0;
+  }
+  if (mode == "ignore-term" && argc == 3) {
+    ::signal(SIGTERM, SIG_IGN);
+    write_all("ready\n", 6);
+    ::usleep(static_cast<useconds_t>(std::atoi(argv[2])) * 1000);
+    return 0;
+  }
+  if (mode == "all-bytes") {
+    char bytes[256];
+    for (int i = 0; i < 256; ++i)
+      bytes[i] = static_cast<char>(i);
+    return write_all(bytes, sizeof(bytes)) ? 0 : 1;
+  }
+  if (mode == "echo") {
+    char buf[4096];
+    for (;;) {
+      auto n = ::read(0, buf, sizeof(buf));
+      if (n <= 0)
+        return 0;
+      write_all(buf, static_cast<size_t>(n));
+    }
+  }
+  if (mode == "exit" && argc == 3)
+    return std::atoi(argv[2]);
+  return 2;
+}

@@ -43,10 +43,14 @@ public:
   /// Output pieces in flight per stream before reading pauses.
   static constexpr int window = 4;
 
-  /// Launches `spec` and starts watching it on `r`.
+  /// Launches `spec` on `r`; nothing is read until `activate`.
   /// Errors: those of `launch`.
   static result<std::shared_ptr<child_process>>
-  start(reactor& r, const launch_spec& spec, child_events events);
+  start(reactor& r, const launch_spec& spec);
+
+  /// Starts reading the pipes and watching the exit; `events` receives
+  /// everything from now on.
+  void activate(child_events events);
 
   ~child_process();
 
@@ -87,7 +91,7 @@ private:
     bool eof = false;
   };
 
-  child_process(reactor& r, pid_t pid, child_events events);
+  child_process(reactor& r, pid_t pid);
   void start_read(stream_kind stream);
   void finish_stream(stream_kind stream);
   void watch_exit();

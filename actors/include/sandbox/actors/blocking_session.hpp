@@ -1,0 +1,107 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <caf/actor_system.hpp>
+
+#include "sandbox/actors/protocol.hpp"
+#include "sandbox/actors/runtime.hpp"
+
+namespace sandbox::actors {
+
+/// An in-process node for plain C++ code: an actor system with sandbox's
+/// types registered plus the runtime (reactor, subreaper) its sessions share.
+class embedded_node {
+public:
+  explicit embedded_node(runtime_config cfg = {});
+  ~embedded_node();
+
+  caf::actor_system& system() noexcept;
+  const runtime_ptr& rt() const noexcept {
+    return rt_;
+  }
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  runtime_ptr rt_;
+};
+
+/// Called with each output chunk, in the caller's thread, as it arrives.
+using chunk_callback = std::function<void(const output_chunk&)>;
+
+/// A live process started by `blocking_session::spawn` (R10).
+class blocking_process {
+public:
+  blocking_process(caf::actor_system& sys, process_actor handle, int32_t pid)
+    : sys_(&sys), handle_(std::move(handle)), pid_(pid) {
+  }
+  int32_t pid() const noexcept {
+    return pid_;
+  }
+  const process_actor& handle() const noexcept {
+    return handle_;
+  }
+  result<void> write_stdin(std::string data);
+  result<void> close_stdin();
+  /// Signals the process group; default SIGTERM.
+  result<void> kill(int32_t sig = 15);
+  /// Waits for the exit; the result's exit code follows R6.
+  result<exec_result> wait();
+
+private:
+  caf::actor_system* sys_;
+  process_actor handle_;
+  int32_t pid_;
+};
+
+/// The blocking facade of one session: the actor messages, called from
+/// plain C++ (never a second implementation).
+class blocking_session {
+public:
+  /// Creates a session on `node` (R18 directory handling).
+  static result<blocking_session> create(embedded_node& node,
+                                         session_config cfg = {});
+
+  blocking_session(caf::actor_system& sys, session_actor handle)
+    : sys_(&sys), handle_(std::move(handle)) {
+  }
+
+  const session_actor& handle() const noexcept {
+    return handle_;
+  }
+
+  result<exec_result> execute(const std::string& command,
+                              const exec_options& opts = {});
+
+  /// Runs `command`; `on_chunk` sees each chunk as it arrives (R1).
+  result<exec_result> execute_streaming(const std::string& command,
+                                        const exec_options& opts,
+                                        const chunk_callback& on_chunk);
+
+  result<exec_result> execute_code(const std::string& code,
+                                    const std::string& language,
+                                    const exec_options& opts = {},
+                                    const chunk_callback& on_chunk = {});
+
+  result<blocking_process> spawn(const std::string& command,
+                                 const exec_options& opts = {});
+
+  /// Cancels the execution whose options carried `key`.
+  result<bool> cancel(const std::string& key);
+
+  result<stop_receipt> stop();
+
+  result<session_info> info();
+
+private:
+  caf::actor_system* sys_;
+  session_actor handle_;
+};
+
+/// Converts a CAF error into a domain error (code and message preserved).
+sandbox::error from_caf(const caf::error& err);
+
+} // namespace sandbox::actors

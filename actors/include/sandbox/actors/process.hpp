@@ -1,0 +1,46 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "sandbox/actors/protocol.hpp"
+#include "sandbox/actors/runtime.hpp"
+#include "sandbox/child_process.hpp"
+
+namespace sandbox::actors {
+
+/// What a process actor starts and how it reports.
+struct process_params {
+  runtime_ptr rt;
+  /// The launched child, not yet activated; the actor owns it from now on.
+  std::shared_ptr<child_process> child;
+  /// Receives the output as it arrives; may be invalid.
+  chunk_sink sink;
+  /// Zero: no limit (R2).
+  std::chrono::milliseconds timeout{0};
+  /// Retained bytes per stream (R9).
+  uint64_t output_cap = default_output_cap;
+  /// Environment prefix that marks this child's descendants.
+  std::string marker_prefix;
+  /// A spawned process outlives its result (its handle may still be asked
+  /// to `wait`); an execution's actor quits once the result is delivered.
+  bool spawned = false;
+  /// Written to the child's stdin, which is then closed (execute_code).
+  std::optional<std::string> initial_stdin;
+};
+
+struct process_state;
+
+/// Behavior of a process actor: activates its child and streams its output.
+process_actor_impl::behavior_type
+process_behavior(process_actor_impl::stateful_pointer<process_state> self,
+                 process_params params);
+
+/// Spawns a process actor for `params`.
+process_actor_impl spawn_process(caf::actor_system& sys,
+                                 process_params params);
+
+} // namespace sandbox::actors

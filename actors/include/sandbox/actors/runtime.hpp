@@ -1,0 +1,75 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "sandbox/execution.hpp"
+#include "sandbox/reactor.hpp"
+#include "sandbox/reaper.hpp"
+#include "sandbox/terminator.hpp"
+
+namespace sandbox::actors {
+
+/// Settings of a node that every session shares.
+struct runtime_config {
+  /// The shell that runs commands (R1): `<shell> -c <command>`.
+  std::string shell = "/bin/sh";
+  /// Threads of the shared reactor.
+  size_t reactor_threads = 2;
+  /// Retained bytes per stream of a result (R9).
+  uint64_t output_cap = default_output_cap;
+  /// SIGTERM, grace, SIGKILL (§3).
+  stop_plan stop;
+  /// How long an execution whose shell has exited waits for a background
+  /// descendant to close the output pipes before its result is delivered.
+  std::chrono::milliseconds linger{100};
+};
+
+/// What a node shares with its sessions and process actors: the reactor
+/// that watches every child, the subreaper, the node's environment and
+/// settings. Owned jointly (shared_ptr) by the node and every actor that
+/// uses it, so it outlives the last child.
+class runtime {
+public:
+  explicit runtime(runtime_config cfg = {});
+
+  ~runtime();
+
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  const runtime_config& config() const noexcept {
+    return cfg_;
+  }
+
+  sandbox::reactor& reactor() noexcept {
+    return *reactor_;
+  }
+
+  const std::shared_ptr<sandbox::reaper>& reaper() noexcept {
+    return reaper_;
+  }
+
+  /// The node process environment, the lowest layer of R4.
+  const env_map& base_env() const noexcept {
+    return base_env_;
+  }
+
+  /// Returns a number unique within this runtime (execution numbers).
+  uint64_t next_id() noexcept {
+    return ++ids_;
+  }
+
+private:
+  runtime_config cfg_;
+  env_map base_env_;
+  std::unique_ptr<sandbox::reactor> reactor_;
+  std::shared_ptr<sandbox::reaper> reaper_;
+  std::atomic<uint64_t> ids_{0};
+};
+
+using runtime_ptr = std::shared_ptr<runtime>;
+
+} // namespace sandbox::actors

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <string>
+
+#include <caf/fwd.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "sandbox/actors/protocol.hpp"
+#include "sandbox/actors/runtime.hpp"
+
+namespace sandbox::actors {
+
+/// What a session is made of once its directories are resolved.
+struct session_params {
+  runtime_ptr rt;
+  std::string id;
+  /// Absolute, existing.
+  std::string working_directory;
+  /// Absolute, existing; becomes HOME (R4).
+  std::string home_directory;
+  env_map env;
+  uint16_t port = 0;
+};
+
+struct session_state;
+
+/// Behavior of a session actor (R1–R10, R22).
+session_actor_impl::behavior_type
+session_behavior(session_actor_impl::stateful_pointer<session_state> self,
+                 session_params params);
+
+/// Spawns a session actor.
+session_actor spawn_session(caf::actor_system& sys, session_params params);
+
+/// Resolves the directories of `cfg` (R18: absolute, created with mkdir -p;
+/// home defaults to `<tmpdir>/sandbox/home`), validates its env (R3) and
+/// gives the session a random UUID.
+/// Errors: `invalid_argument` (bad env name), `permission_denied` or
+/// `io_error` (a directory cannot be created).
+result<session_params> make_session_params(runtime_ptr rt,
+                                           const session_config& cfg);
+
+} // namespace sandbox::actors

@@ -1,0 +1,175 @@
+#include "sandbox/actors/blocking_session.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "sandbox/actors/registration.hpp"
+#include "sandbox/actors/session.hpp"
+
+namespace sandbox::actors {
+
+struct embedded_node::impl {
+  system_config cfg;
+  caf::actor_system sys;
+  impl() : sys(cfg) {
+  }
+};
+
+embedded_node::embedded_node(runtime_config cfg)
+  : impl_(std::make_unique<impl>()),
+    rt_(std::make_shared<runtime>(std::move(cfg))) {
+}
+
+embedded_node::~embedded_node() = default;
+
+caf::actor_system& embedded_node::system() noexcept {
+  return impl_->sys;
+}
+
+sandbox::error from_caf(const caf::error& err) {
+  errc code = errc::io_error;
+  from_string(error_code_name(err), code);
+  return sandbox::error{code, error_message(err)};
+}
+
+namespace {
+
+/// Blocking request helper: sends `xs...` to `dest` and waits for one
+/// answer of type `T`.
+template <class T, class Handle, class... Ts>
+result<T> ask(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  result<T> out = sandbox::error{errc::aborted, "no answer"};
+  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+    .receive([&](T& x) { out = std::move(x); },
+             [&](caf::error& err) { out = from_caf(err); });
+  return out;
+}
+
+template <class Handle, class... Ts>
+result<void> ask_ok(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  result<void> out;
+  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+    .receive([&](ok_atom) {}, [&](caf::error& err) { out = from_caf(err); });
+  return out;
+}
+
+/// Runs a streaming request: the calling thread is the chunk sink, and a
+/// small relay actor makes the request and hands the result back, so that
+/// chunks (requests to us) and the result can be received in one loop.
+template <class... Ts>
+result<exec_result> stream_request(caf::actor_system& sys,
+                                   const session_actor& session,
+                                   const chunk_callback& on_chunk,
+                                   Ts... xs) {
+  caf::scoped_actor self{sys};
+  auto sink = caf::actor_cast<chunk_sink>(self);
+  auto me = caf::actor_cast<caf::actor>(self);
+  sys.spawn([=](caf::event_based_actor* relay) {
+    relay
+      ->request(session, caf::infinite, xs..., sink)
+      .then(
+        [=](exec_result& r) {
+          relay->send(me, std::move(r));
+          relay->quit();
+        },
+        [=](caf::error& err) {
+          relay->send(me, std::move(err));
+          relay->quit();
+        });
+  });
+  result<exec_result> out = sandbox::error{errc::aborted, "no result"};
+  bool done = false;
+  self->receive_while([&] { return !done; })(
+    [&](chunk_atom, output_chunk& chunk) {
+      if (on_chunk)
+        on_chunk(chunk);
+      return ack_atom_v;
+    },
+    [&](exec_result& r) {
+      out = std::move(r);
+      done = true;
+    },
+    [&](caf::error& err) {
+      out = from_caf(err);
+      done = true;
+    });
+  return out;
+}
+
+} // namespace
+
+result<blocking_session> blocking_session::create(embedded_node& node,
+                                                  session_config cfg) {
+  auto params = make_session_params(node.rt(), cfg);
+  if (!params)
+    return params.error();
+  return blocking_session{node.system(),
+                          spawn_session(node.system(), std::move(*params))};
+}
+
+result<exec_result> blocking_session::execute(const std::string& command,
+                                              const exec_options& opts) {
+  return ask<exec_result>(*sys_, handle_, execute_atom_v, command, opts,
+                          chunk_sink{});
+}
+
+result<exec_result>
+blocking_session::execute_streaming(const std::string& command,
+                                    const exec_options& opts,
+                                    const chunk_callback& on_chunk) {
+  return stream_request(*sys_, handle_, on_chunk, execute_atom_v, command,
+                        opts);
+}
+
+result<exec_result> blocking_session::execute_code(
+  const std::string& code, const std::string& language,
+  const exec_options& opts, const chunk_callback& on_chunk) {
+  return stream_request(*sys_, handle_, on_chunk, code_atom_v, code, language,
+                        opts);
+}
+
+result<blocking_process> blocking_session::spawn(const std::string& command,
+                                                 const exec_options& opts) {
+  caf::scoped_actor self{*sys_};
+  result<blocking_process> out = sandbox::error{errc::aborted, "no answer"};
+  self->request(handle_, caf::infinite, spawn_atom_v, command, opts,
+                chunk_sink{})
+    .receive(
+      [&](process_actor& p, int32_t pid) {
+        out = blocking_process{*sys_, std::move(p), pid};
+      },
+      [&](caf::error& err) { out = from_caf(err); });
+  return out;
+}
+
+result<bool> blocking_session::cancel(const std::string& key) {
+  return ask<bool>(*sys_, handle_, cancel_atom_v, key);
+}
+
+result<stop_receipt> blocking_session::stop() {
+  return ask<stop_receipt>(*sys_, handle_, stop_atom_v);
+}
+
+result<session_info> blocking_session::info() {
+  return ask<session_info>(*sys_, handle_, info_atom_v);
+}
+
+result<void> blocking_process::write_stdin(std::string data) {
+  return ask_ok(*sys_, handle_, stdin_atom_v, std::move(data));
+}
+
+result<void> blocking_process::close_stdin() {
+  return ask_ok(*sys_, handle_, close_atom_v);
+}
+
+result<void> blocking_process::kill(int32_t sig) {
+  return ask_ok(*sys_, handle_, kill_atom_v, sig);
+}
+
+result<exec_result> blocking_process::wait() {
+  return ask<exec_result>(*sys_, handle_, wait_atom_v);
+}
+
+} // namespace sandbox::actors

@@ -1,0 +1,291 @@
+#include "sandbox/actors/process.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <map>
+#include <memory>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "sandbox/capped_output.hpp"
+#include "sandbox/child_process.hpp"
+#include "sandbox/terminator.hpp"
+#include "sandbox/utf8_splitter.hpp"
+
+namespace sandbox::actors {
+
+/// State of one process actor; owned by the actor alone. The child's
+/// reactor callbacks never touch it: they only send messages.
+struct process_state {
+  static inline const char* name = "sandbox.process";
+
+  process_params p;
+  std::shared_ptr<child_process> child;
+  utf8_splitter split[2];
+  std::unique_ptr<capped_output> kept[2];
+  bool eof[2] = {false, false};
+  bool exited = false;
+  int status = 0;
+  /// Set when the execution is ended from outside (timeout, cancel, stop).
+  std::optional<exit_reason> forced;
+  /// The session was stopped: stdin and kill answer `session_stopped`.
+  bool session_stopped = false;
+  std::optional<exec_result> result;
+  std::vector<caf::typed_response_promise<exec_result>> waiters;
+  std::map<uint64_t, caf::typed_response_promise<ok_atom>> writes;
+  uint64_t next_write = 0;
+  bool lingering = false;
+};
+
+namespace {
+
+using self_ptr = process_actor_impl::stateful_pointer<process_state>;
+
+int index_of(stream_kind s) {
+  return s == stream_kind::out ? 0 : 1;
+}
+
+/// Status → exit code and reason (R1, R5, R6).
+void evaluate(const process_state& st, exec_result& r) {
+  if (WIFEXITED(st.status)) {
+    r.exit_code = WEXITSTATUS(st.status);
+    r.reason = exit_reason::exited;
+  } else if (WIFSIGNALED(st.status)) {
+    r.exit_code = 128 + WTERMSIG(st.status);
+    r.reason = exit_reason::signalled;
+  }
+  if (st.forced) {
+    r.reason = *st.forced;
+    if (*st.forced == exit_reason::timeout)
+      r.exit_code = exit_code_timeout;
+    else if (*st.forced == exit_reason::cancelled)
+      r.exit_code = exit_code_cancelled;
+  }
+}
+
+void send_chunk(self_ptr self, stream_kind s, std::string data) {
+  auto& st = self->state;
+  st.kept[index_of(s)]->append(data);
+  if (!st.p.sink) {
+    if (st.child)
+      st.child->grant(s);
+    return;
+  }
+  // The sink's ack is the credit for the next read of this stream.
+  self
+    ->request(st.p.sink, caf::infinite, chunk_atom_v,
+              output_chunk{s, std::move(data)})
+    .then([self, s](ack_atom) {
+            if (self->state.child)
+              self->state.child->grant(s);
+          },
+          [self, s](caf::error&) {
+            // A sink that went away stops streaming, not the execution.
+            self->state.p.sink = nullptr;
+            if (self->state.child)
+              self->state.child->grant(s);
+          });
+}
+
+void maybe_finish(self_ptr self) {
+  auto& st = self->state;
+  if (st.result || !st.exited || !st.eof[0] || !st.eof[1])
+    return;
+  for (auto s : {stream_kind::out, stream_kind::err}) {
+    auto rest = st.split[index_of(s)].flush();
+    if (!rest.empty())
+      send_chunk(self, s, std::move(rest));
+  }
+  exec_result r;
+  evaluate(st, r);
+  r.truncated = st.kept[0]->truncated() || st.kept[1]->truncated();
+  r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
+  r.stdout_data = st.kept[0]->take();
+  r.stderr_data = st.kept[1]->take();
+  st.result = r;
+  for (auto& w : st.waiters)
+    w.deliver(r);
+  st.waiters.clear();
+  if (st.child) {
+    st.child->shutdown();
+    st.child.reset();
+  }
+  if (!st.p.spawned)
+    self->quit();
+}
+
+void terminate_child(self_ptr self, exit_reason why) {
+  auto& st = self->state;
+  if (st.forced || st.result || !st.child)
+    return;
+  st.forced = why;
+  if (why == exit_reason::stopped) {
+    // The session ends every process of its own in one sweep.
+    st.session_stopped = true;
+    return;
+  }
+  tree_query q;
+  q.groups = {st.child->pid()};
+  q.roots = {st.child->pid()};
+  q.marker_prefix = st.p.marker_prefix;
+  auto handle = caf::actor_cast<process_actor_impl>(self);
+  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
+                  {st.child->pid()}, st.p.rt->config().stop,
+                  [handle](stop_receipt receipt) {
+                    caf::anon_send(handle, ended_atom_v, receipt);
+                  });
+}
+
+void start_child(self_ptr self) {
+  auto& st = self->state;
+  auto handle = caf::actor_cast<process_actor_impl>(self);
+  child_events ev;
+  ev.on_output = [handle](stream_kind s, std::string data) {
+    caf::anon_send(handle, output_atom_v, static_cast<int32_t>(s),
+                   std::move(data));
+  };
+  ev.on_eof = [handle](stream_kind s) {
+    caf::anon_send(handle, eof_atom_v, static_cast<int32_t>(s));
+  };
+  ev.on_exit = [handle](int status) {
+    caf::anon_send(handle, exited_atom_v, static_cast<int32_t>(status));
+  };
+  ev.on_stdin_written = [handle](uint64_t id, int err) {
+    caf::anon_send(handle, written_atom_v, id, static_cast<int32_t>(err));
+  };
+  st.child = std::move(st.p.child);
+  st.child->activate(std::move(ev));
+  if (st.p.initial_stdin) {
+    st.child->write_stdin(st.next_write++, std::move(*st.p.initial_stdin));
+    st.child->close_stdin();
+  }
+  if (st.p.timeout.count() > 0)
+    self->delayed_send(self, st.p.timeout, timeout_atom_v);
+}
+
+} // namespace
+
+process_actor_impl::behavior_type
+process_behavior(self_ptr self, process_params params) {
+  auto& st = self->state;
+  st.p = std::move(params);
+  st.kept[0] = std::make_unique<capped_output>(st.p.output_cap);
+  st.kept[1] = std::make_unique<capped_output>(st.p.output_cap);
+  start_child(self);
+  // Whatever ends this actor ends its child too.
+  self->attach_functor([child = st.child] {
+    if (child)
+      child->shutdown();
+  });
+  return {
+    [self](stdin_atom, std::string& data) -> caf::result<ok_atom> {
+      auto& st = self->state;
+      if (st.session_stopped)
+        return caf::make_error(errc::session_stopped,
+                               "the session of this process was stopped");
+      if (!st.child || st.result)
+        return caf::make_error(errc::invalid_argument,
+                               "the process has exited; stdin is closed");
+      auto id = st.next_write++;
+      auto rp = self->make_response_promise<ok_atom>();
+      st.writes.emplace(id, rp);
+      st.child->write_stdin(id, std::move(data));
+      return rp;
+    },
+    [self](close_atom) -> caf::result<ok_atom> {
+      if (self->state.child)
+        self->state.child->close_stdin();
+      return ok_atom_v;
+    },
+    [self](kill_atom, int32_t sig) -> caf::result<ok_atom> {
+      auto& st = self->state;
+      if (st.session_stopped)
+        return caf::make_error(errc::session_stopped,
+                               "the session of this process was stopped");
+      if (sig < 0 || sig > 64)
+        return caf::make_error(errc::invalid_argument,
+                               "invalid signal number: "
+                                 + std::to_string(sig));
+      if (st.child && !st.exited)
+        st.child->signal_group(sig);
+      return ok_atom_v;
+    },
+    [self](wait_atom) -> caf::result<exec_result> {
+      auto& st = self->state;
+      if (st.result)
+        return *st.result;
+      auto rp = self->make_response_promise<exec_result>();
+      st.waiters.push_back(rp);
+      return rp;
+    },
+    [self](pid_atom) -> int32_t {
+      return self->state.child ? self->state.child->pid() : -1;
+    },
+    [self](output_atom, int32_t stream, std::string& data) {
+      auto s = static_cast<stream_kind>(stream);
+      auto emit = self->state.split[index_of(s)].feed(data);
+      if (emit.empty()) {
+        if (self->state.child)
+          self->state.child->grant(s);
+        return;
+      }
+      send_chunk(self, s, std::move(emit));
+    },
+    [self](eof_atom, int32_t stream) {
+      self->state.eof[stream == 0 ? 0 : 1] = true;
+      maybe_finish(self);
+    },
+    [self](exited_atom, int32_t status) {
+      auto& st = self->state;
+      st.exited = true;
+      st.status = status;
+      if (st.child) {
+        // A descendant still in the child's group (`cmd &`) may outlive it:
+        // its zombie, once re-parented to the node, is ours to reap.
+        auto pgid = st.child->pid();
+        if (::kill(-pgid, 0) == 0)
+          st.p.rt->reaper()->track_group(pgid);
+      }
+      if (!st.eof[0] || !st.eof[1]) {
+        // A background descendant may hold the pipes open for as long as it
+        // lives; the result does not wait for it beyond the linger time.
+        st.lingering = true;
+        self->delayed_send(self, st.p.rt->config().linger, linger_atom_v);
+      }
+      maybe_finish(self);
+    },
+    [self](written_atom, uint64_t id, int32_t err) {
+      auto& st = self->state;
+      auto i = st.writes.find(id);
+      if (i == st.writes.end())
+        return;
+      if (err == 0)
+        i->second.deliver(ok_atom_v);
+      else
+        i->second.deliver(caf::make_error(
+          errc::io_error, std::string{"write to stdin failed: "}
+                            + std::strerror(err)));
+      st.writes.erase(i);
+    },
+    [self](timeout_atom) { terminate_child(self, exit_reason::timeout); },
+    [self](linger_atom) {
+      auto& st = self->state;
+      if (!st.result && st.child)
+        st.child->close_output();
+    },
+    [self](end_atom, exit_reason why) { terminate_child(self, why); },
+    [](ended_atom, const stop_receipt&) {
+      // The child's own exit and EOF events finish the execution.
+    },
+  };
+}
+
+process_actor_impl spawn_process(caf::actor_system& sys,
+                                 process_params params) {
+  return sys.spawn(process_behavior, std::move(params));
+}
+
+} // namespace sandbox::actors

@@ -1,0 +1,24 @@
+#include "sandbox/actors/runtime.hpp"
+
+#include <signal.h>
+
+#include "sandbox/launcher.hpp"
+
+namespace sandbox::actors {
+
+runtime::runtime(runtime_config cfg)
+  : cfg_(std::move(cfg)), base_env_(current_environment()) {
+  // Writing to a pipe whose reader is gone must fail with EPIPE instead of
+  // killing the node; children get default dispositions back at spawn.
+  ::signal(SIGPIPE, SIG_IGN);
+  reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
+  reaper_ = std::make_shared<sandbox::reaper>(*reactor_);
+}
+
+runtime::~runtime() {
+  // The reaper's signal set lives on the reactor: destroy it first.
+  reaper_.reset();
+  reactor_.reset();
+}
+
+} // namespace sandbox::actors

@@ -1,0 +1,179 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sandbox/errc.hpp"
+
+namespace sandbox::fs {
+
+/// Reads the whole regular file `abs` (symlinks followed) (R11).
+///
+/// A non-regular file is refused before it is read, so a FIFO without a
+/// writer or a device never blocks the caller: the path is classified with
+/// stat first (a device is not even opened), then opened with O_NONBLOCK and
+/// checked again with fstat against a swap in between.
+///
+/// Errors:
+/// - `path_not_found`: `abs` does not exist, or a parent is not a directory.
+/// - `not_a_regular_file`: a directory, FIFO, socket or device.
+/// - `permission_denied`: the file may not be read.
+/// - `invalid_argument`: empty path or a path containing NUL.
+/// - `io_error`: any other failure of open or read.
+result<std::string> read_file(const std::string& abs);
+
+/// Reads lines `start_line` to `end_line` (1-based, both inclusive) of
+/// `abs`; `end_line` 0 reads to the end of the file (R11).
+///
+/// Lines end with '\n', which is kept; a last line without one is returned
+/// as it is. A range that starts past the last line yields an empty string.
+/// The file is streamed, so memory holds only the selected lines.
+///
+/// Errors: those of `read_file`, plus `invalid_argument` when `start_line`
+/// is 0 or greater than a non-zero `end_line`.
+result<std::string> read_text(const std::string& abs, uint64_t start_line,
+                              uint64_t end_line);
+
+/// A forward-only stream over the bytes of one regular file (R12). Each
+/// `open` starts a fresh stream at offset 0, so a stream can be replayed by
+/// opening it again. Move-only; closes its descriptor on destruction.
+class file_reader {
+public:
+  /// Opens `abs` with the checks of `read_file` (same errors).
+  static result<file_reader> open(const std::string& abs);
+
+  file_reader(file_reader&& other) noexcept;
+  file_reader& operator=(file_reader&& other) noexcept;
+  file_reader(const file_reader&) = delete;
+  file_reader& operator=(const file_reader&) = delete;
+  ~file_reader();
+
+  /// Returns the next chunk of at most `max_bytes` bytes; an empty string
+  /// means end of file. A chunk may be shorter than `max_bytes` before the
+  /// end, and large requests are capped at 1 MiB per call.
+  ///
+  /// Errors:
+  /// - `invalid_argument`: `max_bytes` is 0, or the reader was moved from.
+  /// - `io_error`: read failed; the message names the path.
+  result<std::string> next(size_t max_bytes);
+
+  /// The path given to `open`.
+  const std::string& path() const noexcept {
+    return path_;
+  }
+
+private:
+  file_reader(std::string path, int fd) noexcept;
+
+  std::string path_;
+  int fd_ = -1;
+};
+
+/// Writes a file atomically: bytes go to a temporary file beside the target,
+/// which is renamed over the target on `commit` (R13). A reader sees either
+/// the old file or the complete new one, never a torn file; a write that
+/// fails or is abandoned leaves the old file untouched and removes the
+/// temporary file.
+///
+/// - Parent directories are created as with `mkdir -p`.
+/// - The temporary file is `.<name>.sandbox-tmp-<16 hex>` in the target's
+///   directory (created with O_EXCL; the name part is shortened if needed).
+/// - An existing regular file keeps its mode (and, where permitted, its
+///   owner). A new file gets 0666 minus the umask.
+/// - The writer acts on the path itself: a symlink at the final component is
+///   replaced by a regular file (as `sed -i` and `rename(2)` do), so the
+///   compare-and-swap version is the one `stat_path` reports for the path.
+/// - Durability across power loss is not promised (no fsync); atomicity with
+///   respect to concurrent readers and failed writes is.
+///
+/// Compare-and-swap: with `if_version`, the target's current `stat_path`
+/// version is checked when the writer opens (to fail early) and again just
+/// before the rename. A non-empty `if_version` requires the target to exist
+/// with that version; a missing target is a mismatch. An empty `if_version`
+/// means "the target must not exist"; that case is enforced atomically with
+/// RENAME_NOREPLACE. For a non-empty version a concurrent writer can still
+/// slip in between the final check and the rename; callers that need
+/// stronger guarantees serialise writes to one path.
+///
+/// Move-only. The destructor aborts an uncommitted writer.
+class atomic_writer {
+public:
+  /// Prepares a write of `abs`: creates parent directories and the temporary
+  /// file.
+  ///
+  /// Errors:
+  /// - `invalid_argument`: empty path, NUL in the path, or a path that does
+  ///   not end in a file name (e.g. "/", "/a/..").
+  /// - `not_a_regular_file`: the target is a directory, FIFO, socket or
+  ///   device.
+  /// - `path_not_found`: a parent component exists but is not a directory.
+  /// - `permission_denied`: a directory may not be created or written.
+  /// - `conflict`: `if_version` does not match the current version.
+  /// - `io_error`: any other failure.
+  static result<atomic_writer>
+  open(const std::string& abs, std::optional<std::string> if_version = {});
+
+  atomic_writer(atomic_writer&& other) noexcept;
+  atomic_writer& operator=(atomic_writer&& other) noexcept;
+  atomic_writer(const atomic_writer&) = delete;
+  atomic_writer& operator=(const atomic_writer&) = delete;
+  ~atomic_writer();
+
+  /// Appends `bytes` to the temporary file.
+  ///
+  /// Errors:
+  /// - `invalid_argument`: the writer was committed, aborted or moved from.
+  /// - `io_error`: e.g. the disk is full; the writer can only be aborted.
+  result<void> write(std::string_view bytes);
+
+  /// Checks `if_version` and renames the temporary file over the target.
+  /// On any error the temporary file is removed and the target untouched.
+  ///
+  /// Errors:
+  /// - `conflict`: the version changed since the caller read it; the message
+  ///   names the path, the expected and the current version.
+  /// - `invalid_argument`: already committed or aborted, or moved from.
+  /// - `not_a_regular_file`: a directory appeared at the target.
+  /// - `io_error`: an earlier `write` failed, or the rename failed.
+  result<void> commit();
+
+  /// Removes the temporary file; the target stays as it was. Idempotent.
+  void abort() noexcept;
+
+  /// The target path.
+  const std::string& path() const noexcept {
+    return path_;
+  }
+
+private:
+  atomic_writer() = default;
+
+  std::string path_;
+  std::string name_;
+  std::string temp_name_;
+  std::optional<std::string> if_version_;
+  int dir_fd_ = -1;
+  int fd_ = -1;
+  bool failed_ = false;
+  bool finished_ = true;
+};
+
+/// Writes `bytes` to `abs` with an `atomic_writer` (same rules and errors).
+result<void> write_file(const std::string& abs, std::string_view bytes,
+                        std::optional<std::string> if_version = {});
+
+/// Removes the file (or symlink, not its target) at `abs` (R14).
+///
+/// Errors:
+/// - `path_not_found`: `abs` does not exist.
+/// - `not_a_regular_file`: `abs` is a directory (directories are not
+///   removed by this call).
+/// - `permission_denied`: the parent directory may not be written.
+/// - `invalid_argument`: empty path or a path containing NUL.
+/// - `io_error`: any other failure of unlink.
+result<void> remove_file(const std::string& abs);
+
+} // namespace sandbox::fs

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "sandbox/execution.hpp"
+#include "sandbox/process_tree.hpp"
+#include "sandbox/reactor.hpp"
+#include "sandbox/reaper.hpp"
+
+namespace sandbox {
+
+/// Stopping is staged data (as reproc's stop actions): send `first` to every
+/// member, wait up to `grace` for them to exit, then SIGKILL what is left and
+/// verify that nothing survived.
+struct stop_plan {
+  int first = 15; // SIGTERM
+  std::chrono::milliseconds grace{1000};
+  /// How long to wait for SIGKILLed processes to disappear before counting
+  /// them as survivors.
+  std::chrono::milliseconds verify{2000};
+  /// How often membership is checked while waiting.
+  std::chrono::milliseconds poll{5};
+};
+
+/// Runs `plan` against the processes that `query` matches, entirely on the
+/// reactor (no actor thread ever waits), then calls `done` with the receipt
+/// on a reactor thread. Members that are not in `own_children` are
+/// registered with `reaper` so that their zombies, once re-parented to the
+/// node, are reaped. Membership is re-read at every stage, so processes
+/// forked during the stop are found too.
+void async_terminate(reactor& r, std::shared_ptr<reaper> reap,
+                     tree_query query, std::vector<pid_t> own_children,
+                     stop_plan plan,
+                     std::function<void(stop_receipt)> done);
+
+} // namespace sandbox

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "sandbox/errc.hpp"
+#include "sandbox/execution.hpp"
+
+namespace sandbox {
+
+/// Inputs longer than this many bytes are shortened by `quote_for_message`.
+constexpr size_t message_input_limit = 256;
+
+/// Returns `in` escaped for an error message: printable ASCII stays as is,
+/// `"` and `\` get a backslash, every other byte (control bytes, NUL,
+/// newline, DEL, any byte >= 0x80) becomes `\xNN`. The result is plain ASCII,
+/// so NUL bytes and newlines stay visible and the message is safe to print or
+/// embed in JSON.
+std::string escape_for_message(std::string_view in);
+
+/// Returns `in` escaped and in double quotes, e.g. `"a\x0Ab"`. An input longer
+/// than `message_input_limit` bytes is cut to its first 64 bytes and marked
+/// after the closing quote: `"AAAA"... (100000 bytes)`.
+std::string quote_for_message(std::string_view in);
+
+/// Checks an environment variable name against R3:
+/// `^[A-Za-z_][A-Za-z0-9_]*$` (ASCII only; the empty name is invalid).
+bool is_valid_env_name(std::string_view name) noexcept;
+
+/// Checks every name of `env` (R3) and every value.
+/// @returns nothing on success.
+/// @returns `invalid_argument` naming the first bad key in map order:
+///   `invalid environment variable name: "<key>"`, or, for a value that
+///   holds a NUL byte (it cannot travel through `environ`),
+///   `invalid value of environment variable "<key>": NUL byte at offset N`.
+result<void> validate_env(const env_map& env);
+
+/// Checks a language name of `execute_code` against R7:
+/// `^[A-Za-z0-9._-]+$`.
+/// @returns `invalid_argument` with `invalid language: "<language>"`.
+result<void> validate_language(std::string_view language);
+
+/// Checks that `command` can be passed to `sh -c` as one argument, i.e. that
+/// it holds no NUL byte. The empty command is valid (sh runs nothing).
+/// @returns `invalid_argument` with
+///   `invalid command: NUL byte at offset N`.
+result<void> validate_command(std::string_view command);
+
+} // namespace sandbox

@@ -1,0 +1,220 @@
+#include "sandbox/fs/file_io.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "sandbox/fs/path_resolver.hpp"
+
+namespace sandbox::fs {
+
+namespace {
+
+constexpr size_t max_chunk = 1024 * 1024;
+
+constexpr size_t text_chunk = 64 * 1024;
+
+std::string_view describe(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  return "not a regular file";
+}
+
+error not_regular(const std::string& abs, mode_t mode) {
+  return error{errc::not_a_regular_file,
+               fmt::format("read {}: not a regular file ({})", abs,
+                           describe(mode))};
+}
+
+// Opens `abs` for reading if and only if it is a regular file. Classifying
+// with stat first means a device is never opened (opening some devices has
+// side effects); O_NONBLOCK plus fstat then guards against the path being
+// swapped for a FIFO in between, whose blocking open would wait forever for
+// a writer.
+result<int> open_regular(const std::string& abs) {
+  if (auto valid = validate_path(abs); !valid)
+    return valid.error();
+  struct ::stat st;
+  if (::stat(abs.c_str(), &st) != 0)
+    return make_errno_error(errno, fmt::format("read {}", abs));
+  if (!S_ISREG(st.st_mode))
+    return not_regular(abs, st.st_mode);
+  auto fd = ::open(abs.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return make_errno_error(errno, fmt::format("read {}", abs));
+  if (::fstat(fd, &st) != 0) {
+    auto err = make_errno_error(errno, fmt::format("read {}", abs));
+    ::close(fd);
+    return err;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return not_regular(abs, st.st_mode);
+  }
+  // Regular files ignore O_NONBLOCK today; clear it anyway so that reads
+  // keep plain blocking semantics on every file system.
+  auto flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0)
+    ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+// Reads up to `n` bytes into `buf`, retrying on EINTR. Returns the count,
+// 0 at end of file.
+result<size_t> read_some(int fd, char* buf, size_t n,
+                         const std::string& abs) {
+  for (;;) {
+    auto got = ::read(fd, buf, n);
+    if (got >= 0)
+      return static_cast<size_t>(got);
+    if (errno != EINTR)
+      return make_errno_error(errno, fmt::format("read {}", abs));
+  }
+}
+
+} // namespace
+
+// -- read_file ----------------------------------------------------------------
+
+result<std::string> read_file(const std::string& abs) {
+  auto reader = file_reader::open(abs);
+  if (!reader)
+    return reader.error();
+  std::string result;
+  struct ::stat st;
+  // The size is a hint only: the file may grow or shrink while we read.
+  if (::stat(abs.c_str(), &st) == 0 && st.st_size > 0)
+    result.reserve(static_cast<size_t>(st.st_size));
+  for (;;) {
+    auto chunk = reader->next(max_chunk);
+    if (!chunk)
+      return chunk.error();
+    if (chunk->empty())
+      return result;
+    result += *chunk;
+  }
+}
+
+// -- read_text ----------------------------------------------------------------
+
+result<std::string> read_text(const std::string& abs, uint64_t start_line,
+                              uint64_t end_line) {
+  if (start_line == 0)
+    return error{errc::invalid_argument,
+                 fmt::format("read {}: line numbers start at 1, got 0", abs)};
+  if (end_line != 0 && start_line > end_line)
+    return error{errc::invalid_argument,
+                 fmt::format("read {}: start line {} is after end line {}",
+                             abs, start_line, end_line)};
+  auto reader = file_reader::open(abs);
+  if (!reader)
+    return reader.error();
+  std::string result;
+  uint64_t line = 1;
+  for (;;) {
+    auto chunk = reader->next(text_chunk);
+    if (!chunk)
+      return chunk.error();
+    if (chunk->empty())
+      return result;
+    std::string_view rest = *chunk;
+    while (!rest.empty()) {
+      auto nl = rest.find('\n');
+      auto len = nl == std::string_view::npos ? rest.size() : nl + 1;
+      if (line >= start_line)
+        result.append(rest.data(), len);
+      rest.remove_prefix(len);
+      if (nl != std::string_view::npos) {
+        // Stop as soon as the last wanted line is complete: no need to
+        // stream the rest of a large file.
+        if (end_line != 0 && line == end_line)
+          return result;
+        ++line;
+      }
+    }
+  }
+}
+
+// -- file_reader --------------------------------------------------------------
+
+file_reader::file_reader(std::string path, int fd) noexcept
+  : path_(std::move(path)), fd_(fd) {
+}
+
+result<file_reader> file_reader::open(const std::string& abs) {
+  auto fd = open_regular(abs);
+  if (!fd)
+    return fd.error();
+  return file_reader{abs, *fd};
+}
+
+file_reader::file_reader(file_reader&& other) noexcept
+  : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {
+}
+
+file_reader& file_reader::operator=(file_reader&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+file_reader::~file_reader() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+result<std::string> file_reader::next(size_t max_bytes) {
+  if (fd_ < 0)
+    return error{errc::invalid_argument,
+                 fmt::format("read {}: the stream is closed", path_)};
+  if (max_bytes == 0)
+    return error{errc::invalid_argument,
+                 fmt::format("read {}: a chunk size of 0 bytes", path_)};
+  std::string buf;
+  buf.resize(std::min(max_bytes, max_chunk));
+  auto got = read_some(fd_, buf.data(), buf.size(), path_);
+  if (!got)
+    return got.error();
+  buf.resize(*got);
+  return buf;
+}
+
+// -- remove_file --------------------------------------------------------------
+
+result<void> remove_file(const std::string& abs) {
+  if (auto valid = validate_path(abs); !valid)
+    return valid.error();
+  if (::unlink(abs.c_str()) == 0)
+    return {};
+  auto err = errno;
+  struct ::stat st;
+  // Linux reports EISDIR for a directory, POSIX allows EPERM: tell both apart
+  // from a real permission problem by looking at the path.
+  if (err == EISDIR
+      || (err == EPERM && ::lstat(abs.c_str(), &st) == 0
+          && S_ISDIR(st.st_mode)))
+    return error{errc::not_a_regular_file,
+                 fmt::format("remove {}: is a directory, not a file", abs)};
+  return make_errno_error(err, fmt::format("remove {}", abs));
+}
+
+} // namespace sandbox::fs

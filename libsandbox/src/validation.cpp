@@ -1,0 +1,102 @@
+#include "sandbox/validation.hpp"
+
+#include <fmt/format.h>
+
+namespace sandbox {
+
+namespace {
+
+/// Bytes of a long input that `quote_for_message` keeps.
+constexpr size_t shortened_input = 64;
+
+bool is_ascii_alpha(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+bool is_ascii_digit(char c) noexcept {
+  return c >= '0' && c <= '9';
+}
+
+error invalid_argument(std::string message) {
+  return error{errc::invalid_argument, std::move(message)};
+}
+
+} // namespace
+
+std::string escape_for_message(std::string_view in) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(in.size());
+  for (char c : in) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte >= 0x20 && byte < 0x7F) {
+      out += c;
+    } else {
+      out += "\\x";
+      out += hex[byte >> 4];
+      out += hex[byte & 0x0F];
+    }
+  }
+  return out;
+}
+
+std::string quote_for_message(std::string_view in) {
+  if (in.size() <= message_input_limit)
+    return fmt::format("\"{}\"", escape_for_message(in));
+  // A megabyte-long key would drown the message; its start and its length
+  // are enough to find it.
+  return fmt::format("\"{}\"... ({} bytes)",
+                     escape_for_message(in.substr(0, shortened_input)),
+                     in.size());
+}
+
+bool is_valid_env_name(std::string_view name) noexcept {
+  if (name.empty() || !(is_ascii_alpha(name[0]) || name[0] == '_'))
+    return false;
+  for (char c : name.substr(1))
+    if (!(is_ascii_alpha(c) || is_ascii_digit(c) || c == '_'))
+      return false;
+  return true;
+}
+
+result<void> validate_env(const env_map& env) {
+  for (const auto& [key, value] : env) {
+    if (!is_valid_env_name(key))
+      return invalid_argument(fmt::format(
+        "invalid environment variable name: {}", quote_for_message(key)));
+    if (auto pos = value.find('\0'); pos != std::string::npos)
+      return invalid_argument(
+        fmt::format("invalid value of environment variable {}: NUL byte at "
+                    "offset {}",
+                    quote_for_message(key), pos));
+  }
+  return {};
+}
+
+result<void> validate_language(std::string_view language) {
+  auto valid_char = [](char c) {
+    return is_ascii_alpha(c) || is_ascii_digit(c) || c == '.' || c == '_'
+           || c == '-';
+  };
+  bool valid = !language.empty();
+  for (char c : language)
+    valid = valid && valid_char(c);
+  if (!valid)
+    return invalid_argument(
+      fmt::format("invalid language: {}", quote_for_message(language)));
+  return {};
+}
+
+result<void> validate_command(std::string_view command) {
+  // execve takes NUL-terminated strings: a NUL would silently cut the
+  // command short, so refuse it instead of running something else.
+  if (auto pos = command.find('\0'); pos != std::string_view::npos)
+    return invalid_argument(
+      fmt::format("invalid command: NUL byte at offset {}", pos));
+  return {};
+}
+
+} // namespace sandbox

@@ -1,0 +1,247 @@
+#define CAF_SUITE actors.execute
+#include "caf/test/unit_test.hpp"
+
+#include <optional>
+
+#include "fixture.hpp"
+
+using namespace std::chrono_literals;
+using sandbox::exec_options;
+using sandbox::exit_reason;
+using sandbox::stream_kind;
+
+CAF_TEST_FIXTURE_SCOPE(execute_tests, sandbox::test::node_fixture)
+
+CAF_TEST(R1 a command streams its chunks then exactly one result) {
+  auto s = make_session();
+  std::string out;
+  std::string err;
+  int chunks = 0;
+  auto r = s.execute_streaming("echo hello; echo oops >&2; exit 3", {},
+                               [&](const sandbox::output_chunk& c) {
+                                 ++chunks;
+                                 (c.stream == stream_kind::out ? out : err)
+                                   += c.data;
+                               });
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->exit_code, 3);
+  CAF_CHECK(r->reason == exit_reason::exited);
+  CAF_CHECK_EQUAL(out, "hello\n");
+  CAF_CHECK_EQUAL(err, "oops\n");
+  CAF_CHECK_EQUAL(r->stdout_data, "hello\n");
+  CAF_CHECK_EQUAL(r->stderr_data, "oops\n");
+  CAF_CHECK(chunks >= 2);
+  CAF_CHECK(!r->truncated);
+  CAF_CHECK_EQUAL(r->dropped_bytes, 0u);
+}
+
+CAF_TEST(R1 commands run with stdin closed) {
+  auto s = make_session();
+  auto r = s.execute("cat; echo done");
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->stdout_data, "done\n");
+}
+
+CAF_TEST(R2 cwd defaults to the session directory and resolves relatives) {
+  auto s = make_session();
+  auto wd = s.info()->working_directory;
+  auto r = s.execute("pwd");
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->stdout_data, wd + "\n");
+  CAF_REQUIRE(s.execute("mkdir -p sub/dir").has_value());
+  exec_options opts;
+  opts.cwd = "sub/dir";
+  r = s.execute("pwd", opts);
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->stdout_data, wd + "/sub/dir\n");
+}
+
+CAF_TEST(R2 a missing cwd is an error before anything is spawned) {
+  auto s = make_session();
+  exec_options opts;
+  opts.cwd = "no/such/dir";
+  auto r = s.execute("touch spawned", opts);
+  CAF_REQUIRE(!r.has_value());
+  CAF_CHECK(r.error().code == sandbox::errc::path_not_found);
+  CAF_CHECK(r.error().message.find("no/such/dir") != std::string::npos);
+  CAF_CHECK(!s.execute("test -e spawned")->exit_code == 0);
+}
+
+CAF_TEST(R3 a bad env name is invalid_argument naming the key) {
+  auto s = make_session();
+  for (std::string bad : std::vector<std::string>{"1ABC", "A-B", "A B", "$(x)", "", "A=B",
+                          std::string("A\0B", 3), "É"}) {
+    exec_options opts;
+    opts.env[bad] = "v";
+    auto r = s.execute("touch spawned", opts);
+    CAF_REQUIRE(!r.has_value());
+    CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+  }
+  exec_options opts;
+  opts.env["BAD-NAME"] = "v";
+  auto r = s.execute("true", opts);
+  CAF_CHECK(r.error().message.find("BAD-NAME") != std::string::npos);
+  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+}
+
+CAF_TEST(R3 env values are passed verbatim without interpolation) {
+  auto s = make_session();
+  exec_options opts;
+  opts.env["V"] = "$(echo injected) `id` 'q' \"d\" \n; $HOME";
+  auto r = s.execute("printf %s \"$V\"", opts);
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->stdout_data, opts.env["V"]);
+}
+
+CAF_TEST(R4 env precedence is node then HOME then session then call) {
+  ::setenv("SANDBOX_R4_NODE", "node", 1);
+  // The runtime snapshots the node env at creation: make a fresh node.
+  sandbox::actors::embedded_node fresh;
+  sandbox::actors::session_config cfg;
+  cfg.working_directory = dir.path + "/w4";
+  cfg.home_directory = dir.path + "/h4";
+  cfg.env = {{"SESSION_ONLY", "s"}, {"BOTH", "session"}};
+  auto s = sandbox::actors::blocking_session::create(fresh, cfg);
+  CAF_REQUIRE(s.has_value());
+  exec_options opts;
+  opts.env = {{"BOTH", "call"}, {"CALL_ONLY", "c"}};
+  auto r = s->execute(
+    "echo $SANDBOX_R4_NODE $HOME $SESSION_ONLY $BOTH $CALL_ONLY", opts);
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->stdout_data,
+                  "node " + s->info()->home_directory + " s call c\n");
+  opts.env = {{"HOME", "/call/home"}};
+  r = s->execute("echo $HOME", opts);
+  CAF_CHECK_EQUAL(r->stdout_data, "/call/home\n");
+  s->stop();
+}
+
+CAF_TEST(R5 a timeout ends the group and keeps the partial output) {
+  auto s = make_session();
+  exec_options opts;
+  opts.timeout = 300ms;
+  auto r = s.execute("echo before; sleep 30; echo after", opts);
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK(r->reason == exit_reason::timeout);
+  CAF_CHECK_EQUAL(r->exit_code, 124);
+  CAF_CHECK_EQUAL(r->stdout_data, "before\n");
+}
+
+CAF_TEST(R5 a timeout ends a background grandchild and a setsid escaper) {
+  auto s = make_session();
+  auto marker = this->marker(s);
+  exec_options opts;
+  opts.timeout = 300ms;
+  auto r = s.execute("sleep 30 & setsid sleep 31 & echo started; wait",
+                     opts);
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK(r->reason == exit_reason::timeout);
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+}
+
+CAF_TEST(R5 cancel ends the execution with exit code 130) {
+  auto s = make_session();
+  auto marker = this->marker(s);
+  exec_options opts;
+  opts.cancel_key = "job-1";
+  std::optional<sandbox::result<sandbox::exec_result>> r;
+  bool cancelled = false;
+  r = s.execute_streaming(
+    "echo started; sleep 30 & setsid sleep 31 & wait", opts,
+    [&](const sandbox::output_chunk&) {
+      if (!cancelled) {
+        // Cancel from the chunk callback: the command is surely running.
+        cancelled = true;
+        auto other = sandbox::actors::blocking_session{node.system(),
+                                                       s.handle()};
+        CAF_CHECK(*other.cancel("job-1"));
+      }
+    });
+  CAF_REQUIRE(r->has_value());
+  CAF_CHECK((*r)->reason == exit_reason::cancelled);
+  CAF_CHECK_EQUAL((*r)->exit_code, 130);
+  CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+  CAF_CHECK(!*s.cancel("job-1"));
+}
+
+CAF_TEST(R6 a child ended by a signal reports 128 plus signo) {
+  auto s = make_session();
+  auto r = s.execute("kill -9 $$");
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->exit_code, 137);
+  CAF_CHECK(r->reason == exit_reason::signalled);
+  r = s.execute("kill -TERM $$");
+  CAF_CHECK_EQUAL(r->exit_code, 143);
+}
+
+CAF_TEST(R8 a 4 byte UTF-8 char across a pipe buffer boundary is unsplit) {
+  auto s = make_session();
+  std::vector<std::string> chunks;
+  auto r = s.execute_streaming(
+    std::string{sandbox::test::test_child()} + " split-utf8", {},
+    [&](const sandbox::output_chunk& c) { chunks.push_back(c.data); });
+  CAF_REQUIRE(r.has_value());
+  std::string all;
+  for (auto& c : chunks) {
+    all += c;
+    // No chunk may end inside the emoji's 4 bytes.
+    auto n = c.size();
+    CAF_CHECK(!(n >= 1 && c[n - 1] == '\xF0'));
+    CAF_CHECK(!(n >= 2 && c.compare(n - 2, 2, "\xF0\x9F") == 0));
+    CAF_CHECK(!(n >= 3 && c.compare(n - 3, 3, "\xF0\x9F\x98") == 0));
+  }
+  CAF_CHECK_EQUAL(all, std::string(65534, 'a') + "\xF0\x9F\x98\x80\n");
+}
+
+CAF_TEST(R8 binary output arrives byte exact) {
+  auto s = make_session();
+  std::string all;
+  auto r = s.execute_streaming(
+    std::string{sandbox::test::test_child()} + " all-bytes", {},
+    [&](const sandbox::output_chunk& c) { all += c.data; });
+  CAF_REQUIRE(r.has_value());
+  CAF_REQUIRE_EQUAL(all.size(), 256u);
+  for (int i = 0; i < 256; ++i)
+    CAF_CHECK_EQUAL(static_cast<unsigned char>(all[i]), i);
+  CAF_CHECK_EQUAL(r->stdout_data, all);
+}
+
+CAF_TEST(R9 retained output keeps head and tail and counts dropped bytes) {
+  auto s = make_session();
+  exec_options opts;
+  opts.output_cap = 1000;
+  uint64_t streamed = 0;
+  auto r = s.execute_streaming(
+    "echo FIRST; head -c 100000 /dev/zero | tr '\\0' x; echo; echo LAST",
+    opts, [&](const sandbox::output_chunk& c) { streamed += c.data.size(); });
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK(r->truncated);
+  // Streaming goes on past the cap.
+  CAF_CHECK_EQUAL(streamed, 6u + 100000u + 1u + 5u);
+  CAF_CHECK_EQUAL(r->dropped_bytes, streamed - 1000u);
+  CAF_CHECK_EQUAL(r->stdout_data.substr(0, 6), "FIRST\n");
+  CAF_CHECK(r->stdout_data.find("LAST\n") != std::string::npos);
+  CAF_CHECK(r->stdout_data.find("dropped") != std::string::npos);
+}
+
+CAF_TEST(a background job does not hold the result back) {
+  auto s = make_session();
+  auto r = s.execute("sleep 30 & echo quick");
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->stdout_data, "quick\n");
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  auto receipt = s.stop();
+  CAF_REQUIRE(receipt.has_value());
+  CAF_CHECK_EQUAL(receipt->ended, 1u);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(a command containing NUL is rejected before spawning) {
+  auto s = make_session();
+  auto r = s.execute(std::string("echo a\0b", 8));
+  CAF_REQUIRE(!r.has_value());
+  CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,0 +1,163 @@
+#define CAF_SUITE libsandbox.capped_output
+#include "caf/test/unit_test.hpp"
+
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "sandbox/capped_output.hpp"
+#include "sandbox/execution.hpp"
+
+using sandbox::capped_output;
+
+namespace {
+
+/// Returns `n` bytes counting up from `first` modulo 251, so that every
+/// position of a long stream is recognisable.
+std::string pattern(uint64_t first, size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<char>((first + i) % 251);
+  return out;
+}
+
+} // namespace
+
+CAF_TEST(R9 output under the cap is kept exactly) {
+  capped_output out{100};
+  out.append("hello ");
+  out.append("");
+  out.append(std::string("wor\0ld", 6));
+  CAF_CHECK(!out.truncated());
+  CAF_CHECK_EQUAL(out.dropped_bytes(), 0u);
+  CAF_CHECK_EQUAL(out.total_bytes(), 12u);
+  CAF_CHECK_EQUAL(out.take(), std::string("hello wor\0ld", 12));
+}
+
+CAF_TEST(R9 output of exactly the cap is kept exactly) {
+  for (uint64_t cap : {1u, 2u, 7u, 64u}) {
+    capped_output out{cap};
+    auto data = pattern(0, cap);
+    for (char c : data)
+      out.append(std::string_view{&c, 1});
+    CAF_CHECK(!out.truncated());
+    CAF_CHECK_EQUAL(out.take(), data);
+  }
+}
+
+CAF_TEST(R9 output over the cap keeps head and tail and counts the rest) {
+  capped_output out{10};
+  out.append("0123456789abcdefghij");
+  CAF_CHECK(out.truncated());
+  CAF_CHECK_EQUAL(out.dropped_bytes(), 10u);
+  CAF_CHECK_EQUAL(out.total_bytes(), 20u);
+  CAF_CHECK_EQUAL(out.retained_bytes(), 10u);
+  CAF_CHECK_EQUAL(out.take(),
+                  "01234\n[sandbox: 10 bytes dropped]\nfghij");
+  // The counters survive take() so a result can be filled in any order.
+  CAF_CHECK(out.truncated());
+  CAF_CHECK_EQUAL(out.dropped_bytes(), 10u);
+  CAF_CHECK_EQUAL(out.retained_capacity(), 0u);
+}
+
+CAF_TEST(R9 an odd cap gives the extra byte to the tail) {
+  capped_output out{5};
+  out.append("abcdefgh");
+  CAF_CHECK_EQUAL(out.take(), "ab\n[sandbox: 3 bytes dropped]\nfgh");
+}
+
+CAF_TEST(R9 head and tail are exact for any way of cutting the stream) {
+  std::mt19937 rng{9};
+  for (int round = 0; round < 200; ++round) {
+    auto cap = std::uniform_int_distribution<uint64_t>{0, 64}(rng);
+    auto total = std::uniform_int_distribution<size_t>{0, 400}(rng);
+    auto data = pattern(round, total);
+    capped_output out{cap};
+    std::string_view rest{data};
+    while (!rest.empty()) {
+      auto n = std::min(std::uniform_int_distribution<size_t>{0, 90}(rng),
+                        rest.size());
+      out.append(rest.substr(0, n));
+      rest.remove_prefix(n);
+      CAF_CHECK(out.retained_capacity() <= cap);
+    }
+    CAF_CHECK_EQUAL(out.total_bytes(), total);
+    std::string expected;
+    if (total <= cap) {
+      expected = data;
+      CAF_CHECK(!out.truncated());
+    } else {
+      auto head = cap / 2;
+      auto tail = cap - head;
+      expected = data.substr(0, head) + capped_output::marker(total - cap)
+                 + data.substr(total - tail);
+      CAF_CHECK_EQUAL(out.dropped_bytes(), total - cap);
+    }
+    CAF_CHECK_EQUAL(out.take(), expected);
+  }
+}
+
+CAF_TEST(R9 a cap of zero keeps nothing but the marker) {
+  capped_output out{0};
+  CAF_CHECK_EQUAL(out.take(), "");
+  out.append("abc");
+  out.append("de");
+  CAF_CHECK(out.truncated());
+  CAF_CHECK_EQUAL(out.dropped_bytes(), 5u);
+  CAF_CHECK_EQUAL(out.retained_capacity(), 0u);
+  CAF_CHECK_EQUAL(out.take(), "\n[sandbox: 5 bytes dropped]\n");
+}
+
+CAF_TEST(R9 reset forgets the stream) {
+  capped_output out{4};
+  out.append("abcdefgh");
+  out.reset();
+  CAF_CHECK(!out.truncated());
+  CAF_CHECK_EQUAL(out.total_bytes(), 0u);
+  out.append("xy");
+  CAF_CHECK_EQUAL(out.take(), "xy");
+}
+
+CAF_TEST(R9 memory stays bounded over a gibibyte of output) {
+  // 16384 pieces of 64 KiB: 1 GiB through the default 16 MiB cap.
+  constexpr size_t piece_size = 64 * 1024;
+  constexpr uint64_t pieces = 16384;
+  const uint64_t cap = sandbox::default_output_cap;
+  capped_output out{cap};
+  std::string piece(piece_size, 'x');
+  uint64_t max_capacity = 0;
+  for (uint64_t i = 0; i < pieces; ++i) {
+    // Stamp each piece so that head and tail can be checked by position.
+    auto stamp = std::to_string(i);
+    piece.replace(0, stamp.size(), stamp);
+    out.append(piece);
+    max_capacity = std::max(max_capacity, out.retained_capacity());
+  }
+  const uint64_t total = pieces * piece_size;
+  CAF_CHECK_EQUAL(out.total_bytes(), total);
+  CAF_CHECK_EQUAL(out.dropped_bytes(), total - cap);
+  CAF_CHECK(max_capacity <= cap);
+  CAF_CHECK_EQUAL(out.retained_bytes(), cap);
+  auto kept = out.take();
+  CAF_CHECK_EQUAL(kept.size(),
+                  cap + capped_output::marker(total - cap).size());
+  // The head starts with piece 0, the tail ends with the last piece.
+  CAF_CHECK_EQUAL(kept.compare(0, 1, "0"), 0);
+  auto last_start = kept.size() - piece_size;
+  CAF_CHECK_EQUAL(kept.compare(last_start, 5, std::to_string(pieces - 1)),
+                  0);
+}
+
+CAF_TEST(R9 the last error line of a long stream is in the tail) {
+  capped_output out{4096};
+  out.append("build started\n");
+  for (int i = 0; i < 100000; ++i)
+    out.append("compiling unit " + std::to_string(i) + "\n");
+  out.append("error: undefined reference to `main'\n");
+  CAF_CHECK(out.truncated());
+  auto kept = out.take();
+  CAF_CHECK_EQUAL(kept.rfind("build started\n", 0), 0u);
+  const std::string last = "error: undefined reference to `main'\n";
+  CAF_CHECK_EQUAL(kept.substr(kept.size() - last.size()), last);
+  CAF_CHECK(kept.find("bytes dropped]\n") != std::string::npos);
+}

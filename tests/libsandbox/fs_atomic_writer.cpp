@@ -1,0 +1,206 @@
+#define CAF_SUITE libsandbox.fs_atomic_writer
+#include "caf/test/unit_test.hpp"
+
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox/fs/file_io.hpp"
+#include "sandbox/fs/stat.hpp"
+
+#include "libsandbox/fs_fixture.hpp"
+
+using sandbox::fs::atomic_writer;
+using sandbox::fs::read_file;
+using sandbox::fs::stat_path;
+using sandbox::fs::write_file;
+using sandbox::fs::testing::code_of;
+using sandbox::fs::testing::temp_dir_fixture;
+
+namespace {
+
+// Names in `dir`, without . and .., in readdir order.
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> result;
+  auto* d = ::opendir(dir.c_str());
+  if (d == nullptr)
+    return result;
+  while (auto* ent = ::readdir(d)) {
+    std::string name = ent->d_name;
+    if (name != "." && name != "..")
+      result.push_back(name);
+  }
+  ::closedir(d);
+  return result;
+}
+
+std::string content_of(const std::string& abs) {
+  auto got = read_file(abs);
+  return got ? *got : "<" + code_of(got) + ">";
+}
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(fs_atomic_writer_tests, temp_dir_fixture)
+
+CAF_TEST(writes create parent directories) {
+  // R13
+  CAF_REQUIRE(write_file(path("a/b/c/file.txt"), "deep"));
+  CAF_CHECK_EQUAL(content_of(path("a/b/c/file.txt")), "deep");
+  auto st = stat_path(path("a/b/c"));
+  CAF_REQUIRE(st);
+  CAF_CHECK(st->kind == sandbox::fs::file_kind::dir);
+}
+
+CAF_TEST(a write replaces the old content and leaves no temporary file) {
+  // R13
+  put("f", "old content that is longer");
+  CAF_REQUIRE(write_file(path("f"), "new"));
+  CAF_CHECK_EQUAL(content_of(path("f")), "new");
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+}
+
+CAF_TEST(readers see the old file until the write commits) {
+  // R13: never a torn file.
+  put("f", "old");
+  auto w = atomic_writer::open(path("f"));
+  CAF_REQUIRE(w);
+  CAF_REQUIRE(w->write("new, "));
+  CAF_CHECK_EQUAL(content_of(path("f")), "old");
+  CAF_REQUIRE(w->write("complete"));
+  CAF_CHECK_EQUAL(content_of(path("f")), "old");
+  CAF_REQUIRE(w->commit());
+  CAF_CHECK_EQUAL(content_of(path("f")), "new, complete");
+  CAF_CHECK_EQUAL(code_of(w->write("more")), "invalid_argument");
+  CAF_CHECK_EQUAL(code_of(w->commit()), "invalid_argument");
+}
+
+CAF_TEST(an abandoned write leaves the old file and no temporary file) {
+  // R13: a failed write leaves the old one.
+  put("f", "old");
+  {
+    auto w = atomic_writer::open(path("f"));
+    CAF_REQUIRE(w);
+    CAF_REQUIRE(w->write("half"));
+    CAF_CHECK_EQUAL(names_in(dir).size(), 2u); // f and the temporary file
+  } // destructor aborts
+  CAF_CHECK_EQUAL(content_of(path("f")), "old");
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+  auto w = atomic_writer::open(path("f"));
+  CAF_REQUIRE(w);
+  w->abort();
+  w->abort(); // idempotent
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+}
+
+CAF_TEST(a stale version is a conflict that keeps the old file) {
+  // R13: compare-and-swap.
+  put("f", "v1");
+  auto v1 = stat_path(path("f"));
+  CAF_REQUIRE(v1);
+  CAF_REQUIRE(write_file(path("f"), "v2", v1->version));
+  auto v2 = stat_path(path("f"));
+  CAF_REQUIRE(v2);
+  CAF_CHECK_NOT_EQUAL(v1->version, v2->version);
+  // Writing again with the now stale v1 must fail and change nothing.
+  auto stale = write_file(path("f"), "v3", v1->version);
+  CAF_REQUIRE_EQUAL(code_of(stale), "conflict");
+  auto msg = stale.error().message;
+  CAF_CHECK_NOT_EQUAL(msg.find(path("f")), std::string::npos);
+  CAF_CHECK_NOT_EQUAL(msg.find(v1->version), std::string::npos);
+  CAF_CHECK_NOT_EQUAL(msg.find(v2->version), std::string::npos);
+  CAF_CHECK_EQUAL(content_of(path("f")), "v2");
+  auto now = stat_path(path("f"));
+  CAF_REQUIRE(now);
+  CAF_CHECK_EQUAL(now->version, v2->version);
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+}
+
+CAF_TEST(a change between open and commit is a conflict at commit) {
+  // R13: the version is checked again right before the rename.
+  put("f", "base");
+  auto base = stat_path(path("f"));
+  CAF_REQUIRE(base);
+  auto w = atomic_writer::open(path("f"), base->version);
+  CAF_REQUIRE(w);
+  CAF_REQUIRE(w->write("mine"));
+  CAF_REQUIRE(write_file(path("f"), "theirs"));
+  CAF_CHECK_EQUAL(code_of(w->commit()), "conflict");
+  CAF_CHECK_EQUAL(content_of(path("f")), "theirs");
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+}
+
+CAF_TEST(an empty version means the file must not exist) {
+  // R13: create-only writes; documented choice.
+  CAF_REQUIRE(write_file(path("new"), "first", std::string{}));
+  CAF_CHECK_EQUAL(content_of(path("new")), "first");
+  CAF_CHECK_EQUAL(code_of(write_file(path("new"), "second", std::string{})),
+                  "conflict");
+  CAF_CHECK_EQUAL(content_of(path("new")), "first");
+  // Also when the file appears after the writer was opened.
+  auto w = atomic_writer::open(path("late"), std::string{});
+  CAF_REQUIRE(w);
+  CAF_REQUIRE(w->write("mine"));
+  put("late", "theirs");
+  CAF_CHECK_EQUAL(code_of(w->commit()), "conflict");
+  CAF_CHECK_EQUAL(content_of(path("late")), "theirs");
+  CAF_CHECK_EQUAL(names_in(dir).size(), 2u); // new and late
+}
+
+CAF_TEST(a version for a missing file is a conflict) {
+  // R13: a missing target counts as a mismatch.
+  put("f", "x");
+  auto v = stat_path(path("f"));
+  CAF_REQUIRE(v);
+  auto res = write_file(path("other"), "y", v->version);
+  CAF_CHECK_EQUAL(code_of(res), "conflict");
+  CAF_CHECK_EQUAL(::access(path("other").c_str(), F_OK), -1);
+}
+
+CAF_TEST(a write keeps the mode of an existing file) {
+  // R13: overwriting is not re-creating.
+  put("script", "#!/bin/sh\n");
+  CAF_REQUIRE_EQUAL(::chmod(path("script").c_str(), 0750), 0);
+  CAF_REQUIRE(write_file(path("script"), "#!/bin/sh\necho hi\n"));
+  struct ::stat st;
+  CAF_REQUIRE_EQUAL(::stat(path("script").c_str(), &st), 0);
+  CAF_CHECK_EQUAL(st.st_mode & 07777, 0750u);
+}
+
+CAF_TEST(a symlink at the target is replaced by a regular file) {
+  // R13, documented choice: the write acts on the path itself.
+  put("target", "kept");
+  CAF_REQUIRE_EQUAL(::symlink("target", path("link").c_str()), 0);
+  auto link_version = stat_path(path("link"));
+  CAF_REQUIRE(link_version);
+  CAF_REQUIRE(write_file(path("link"), "replaced", link_version->version));
+  auto st = stat_path(path("link"));
+  CAF_REQUIRE(st);
+  CAF_CHECK(st->kind == sandbox::fs::file_kind::file);
+  CAF_CHECK_EQUAL(content_of(path("link")), "replaced");
+  CAF_CHECK_EQUAL(content_of(path("target")), "kept");
+}
+
+CAF_TEST(targets that cannot hold a file are refused) {
+  // R13
+  mkdir("d");
+  CAF_CHECK_EQUAL(code_of(write_file(path("d"), "x")), "not_a_regular_file");
+  CAF_CHECK_EQUAL(code_of(write_file(dir + "/", "x")), "invalid_argument");
+  CAF_CHECK_EQUAL(code_of(write_file("", "x")), "invalid_argument");
+  put("file", "x");
+  auto under_file = write_file(path("file/child"), "x");
+  CAF_CHECK_EQUAL(code_of(under_file), "path_not_found");
+  CAF_CHECK(names_in(path("d")).empty());
+}
+
+CAF_TEST(a name of the maximum length still gets a temporary file) {
+  // R13: the temporary name is shortened to fit NAME_MAX.
+  std::string name(255, 'n');
+  CAF_REQUIRE(write_file(path(name), "long"));
+  CAF_CHECK_EQUAL(content_of(path(name)), "long");
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

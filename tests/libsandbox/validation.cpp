@@ -1,0 +1,163 @@
+#define CAF_SUITE libsandbox.validation
+#include "caf/test/unit_test.hpp"
+
+#include <string>
+#include <string_view>
+
+#include "sandbox/validation.hpp"
+
+using namespace std::literals;
+
+using sandbox::errc;
+
+namespace {
+
+/// Returns the message of a failed check, or "" if the check passed.
+std::string message_of(const sandbox::result<void>& res) {
+  return res ? std::string{} : res.error().message;
+}
+
+bool fails_with_invalid_argument(const sandbox::result<void>& res) {
+  return !res && res.error().code == errc::invalid_argument;
+}
+
+} // namespace
+
+CAF_TEST(R3 env names of letters digits and underscores are valid) {
+  for (auto name : {"A"sv, "a"sv, "_"sv, "__"sv, "PATH"sv, "_x9"sv,
+                    "HOME_DIR_2"sv, "z0123456789"sv}) {
+    CAF_CHECK(sandbox::is_valid_env_name(name));
+  }
+  CAF_CHECK(sandbox::is_valid_env_name(std::string(100000, 'A')));
+}
+
+CAF_TEST(R3 hostile env names are invalid) {
+  auto hostile = {""sv,        "1A"sv,        "9"sv,        "A-B"sv,
+                  "$(id)"sv,   "`id`"sv,      "A B"sv,      "\"A\""sv,
+                  "'A'"sv,     "A\n"sv,       "\nA"sv,      "A\0B"sv,
+                  "\0"sv,      "A="sv,        "=A"sv,       "caf\xC3\xA9"sv,
+                  "\xC3\xA9"sv, "A\xF0\x9F\x98\x80"sv, "A;B"sv, "A.B"sv,
+                  "A\tB"sv,    "A\x7F"sv,     "A\xFF"sv};
+  for (auto name : hostile) {
+    CAF_CHECK(!sandbox::is_valid_env_name(name));
+  }
+  auto long_bad = std::string(100000, 'A') + "-";
+  CAF_CHECK(!sandbox::is_valid_env_name(long_bad));
+}
+
+CAF_TEST(escaped messages show control bytes quotes and non-ASCII) {
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("plain text"), "plain text");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("a\nb"), "a\\x0Ab");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("a\0b"sv), "a\\x00b");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("say \"hi\""),
+                  "say \\\"hi\\\"");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("back\\slash"),
+                  "back\\\\slash");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("\xC3\xA9"), "\\xC3\\xA9");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("\x7F\x01"), "\\x7F\\x01");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message(""), "");
+  // Every byte value yields printable ASCII.
+  std::string all;
+  for (int i = 0; i < 256; ++i)
+    all += static_cast<char>(i);
+  for (char c : sandbox::escape_for_message(all))
+    CAF_CHECK(c >= 0x20 && c < 0x7F);
+}
+
+CAF_TEST(quoted messages shorten very long inputs) {
+  CAF_CHECK_EQUAL(sandbox::quote_for_message("A\nB"), "\"A\\x0AB\"");
+  auto at_limit = std::string(sandbox::message_input_limit, 'A');
+  CAF_CHECK_EQUAL(sandbox::quote_for_message(at_limit),
+                  "\"" + at_limit + "\"");
+  auto huge = std::string(100000, 'B');
+  CAF_CHECK_EQUAL(sandbox::quote_for_message(huge),
+                  "\"" + std::string(64, 'B') + "\"... (100000 bytes)");
+}
+
+CAF_TEST(R3 validate_env accepts good names and any value without NUL) {
+  sandbox::env_map env{{"PATH", "/bin"},
+                       {"_X", ""},
+                       {"Y2", "$(rm -rf /) `id` 'q' \"q\"\n\xFF\xC3\xA9"}};
+  CAF_CHECK(sandbox::validate_env(env));
+  CAF_CHECK(sandbox::validate_env({}));
+}
+
+CAF_TEST(R3 validate_env names the bad key escaped) {
+  auto check = [](std::string key, std::string expected) {
+    sandbox::env_map env{{"GOOD", "1"}, {key, "v"}};
+    auto res = sandbox::validate_env(env);
+    CAF_CHECK(fails_with_invalid_argument(res));
+    CAF_CHECK_EQUAL(message_of(res),
+                    "invalid environment variable name: " + expected);
+  };
+  check("", "\"\"");
+  check("1ABC", "\"1ABC\"");
+  check("A-B", "\"A-B\"");
+  check("$(id)", "\"$(id)\"");
+  check("`id`", "\"`id`\"");
+  check("A\"B", "\"A\\\"B\"");
+  check("A\nB", "\"A\\x0AB\"");
+  check(std::string("A\0B", 3), "\"A\\x00B\"");
+  check("caf\xC3\xA9", "\"caf\\xC3\\xA9\"");
+  check("\xF0\x9F\x98\x80", "\"\\xF0\\x9F\\x98\\x80\"");
+  check(std::string(5000, 'x') + "!",
+        "\"" + std::string(64, 'x') + "\"... (5001 bytes)");
+}
+
+CAF_TEST(R3 validate_env reports the first bad key in name order) {
+  sandbox::env_map env{{"B-2", "v"}, {"A-1", "v"}, {"OK", "v"}};
+  CAF_CHECK_EQUAL(message_of(sandbox::validate_env(env)),
+                  "invalid environment variable name: \"A-1\"");
+}
+
+CAF_TEST(R3 validate_env refuses a value with a NUL byte) {
+  sandbox::env_map env{{"KEY", std::string("ab\0c", 4)}};
+  auto res = sandbox::validate_env(env);
+  CAF_CHECK(fails_with_invalid_argument(res));
+  CAF_CHECK_EQUAL(message_of(res), "invalid value of environment variable "
+                                   "\"KEY\": NUL byte at offset 2");
+}
+
+CAF_TEST(R7 languages of letters digits dots dashes underscores are valid) {
+  for (auto lang : {"python3"sv, "python3.11"sv, "node"sv, "x_y-z.1"sv,
+                    "sh"sv, "-"sv, "..."sv, "Python-3_X"sv}) {
+    CAF_CHECK(sandbox::validate_language(lang));
+  }
+}
+
+CAF_TEST(R7 hostile languages are invalid and named escaped) {
+  auto check = [](std::string_view lang, std::string expected) {
+    auto res = sandbox::validate_language(lang);
+    CAF_CHECK(fails_with_invalid_argument(res));
+    CAF_CHECK_EQUAL(message_of(res), "invalid language: " + expected);
+  };
+  check("", "\"\"");
+  check("py thon", "\"py thon\"");
+  check("c++", "\"c++\"");
+  check("python;rm -rf /", "\"python;rm -rf /\"");
+  check("$(id)", "\"$(id)\"");
+  check("`id`", "\"`id`\"");
+  check("py\"", "\"py\\\"\"");
+  check("py/../../bin/sh", "\"py/../../bin/sh\"");
+  check("python\n", "\"python\\x0A\"");
+  check("py\0thon"sv, "\"py\\x00thon\"");
+  check("caf\xC3\xA9", "\"caf\\xC3\\xA9\"");
+  check("\xF0\x9F\x98\x80", "\"\\xF0\\x9F\\x98\\x80\"");
+  CAF_CHECK(sandbox::validate_language(std::string(100000, 'p')));
+}
+
+CAF_TEST(commands without NUL bytes are valid whatever they contain) {
+  for (auto cmd : {""sv, "echo hi"sv, "printf '%s' \"$(id)\" `id`"sv,
+                   "a\nb\r\n"sv, "\xFF\xFE binary"sv,
+                   "caf\xC3\xA9 \xF0\x9F\x98\x80"sv}) {
+    CAF_CHECK(sandbox::validate_command(cmd));
+  }
+}
+
+CAF_TEST(a command with a NUL byte is invalid and names the offset) {
+  auto res = sandbox::validate_command("echo a\0b"sv);
+  CAF_CHECK(fails_with_invalid_argument(res));
+  CAF_CHECK_EQUAL(message_of(res), "invalid command: NUL byte at offset 6");
+  CAF_CHECK_EQUAL(message_of(sandbox::validate_command("\0"sv)),
+                  "invalid command: NUL byte at offset 0");
+}
