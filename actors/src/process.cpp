@@ -37,7 +37,6 @@ struct process_state {
   std::vector<caf::typed_response_promise<exec_result>> waiters;
   std::map<uint64_t, caf::typed_response_promise<ok_atom>> writes;
   uint64_t next_write = 0;
-  bool lingering = false;
 };
 
 namespace {
@@ -243,18 +242,17 @@ process_behavior(self_ptr self, process_params params) {
       st.exited = true;
       st.status = status;
       if (st.child) {
+        st.p.rt->reaper()->release_owned(st.child->pid());
         // A descendant still in the child's group (`cmd &`) may outlive it:
         // its zombie, once re-parented to the node, is ours to reap.
         auto pgid = st.child->pid();
         if (::kill(-pgid, 0) == 0)
           st.p.rt->reaper()->track_group(pgid);
       }
-      if (!st.eof[0] || !st.eof[1]) {
-        // A background descendant may hold the pipes open for as long as it
-        // lives; the result does not wait for it beyond the linger time.
-        st.lingering = true;
-        self->delayed_send(self, st.p.rt->config().linger, linger_atom_v);
-      }
+      // A background descendant may hold the pipes open for as long as it
+      // lives; the result does not wait for it beyond the linger time.
+      if ((!st.eof[0] || !st.eof[1]) && st.child)
+        st.child->close_output_after(st.p.rt->config().linger);
       maybe_finish(self);
     },
     [self](written_atom, uint64_t id, int32_t err) {
@@ -271,11 +269,6 @@ process_behavior(self_ptr self, process_params params) {
       st.writes.erase(i);
     },
     [self](timeout_atom) { terminate_child(self, exit_reason::timeout); },
-    [self](linger_atom) {
-      auto& st = self->state;
-      if (!st.result && st.child)
-        st.child->close_output();
-    },
     [self](end_atom, exit_reason why) { terminate_child(self, why); },
     [](ended_atom, const stop_receipt&) {
       // The child's own exit and EOF events finish the execution.

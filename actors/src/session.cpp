@@ -141,7 +141,8 @@ result<started> start(self_ptr self, result<launch_spec> spec,
   // R1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
-  auto child = child_process::start(st.p.rt->reactor(), *spec);
+  auto child = st.p.rt->reaper()->launch_owned(
+    [&] { return child_process::start(st.p.rt->reactor(), *spec); });
   if (!child)
     return child.error();
   process_params params;

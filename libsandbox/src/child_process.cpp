@@ -46,7 +46,8 @@ child_process::child_process(reactor& r, pid_t pid)
     out_(strand_),
     err_(strand_),
     stdin_(strand_),
-    pidfd_(strand_) {
+    pidfd_(strand_),
+    linger_(strand_) {
 }
 
 child_process::~child_process() {
@@ -90,6 +91,8 @@ void child_process::finish_stream(stream_kind stream) {
   r.eof = true;
   boost::system::error_code ignored;
   r.fd.close(ignored);
+  if (out_.eof && err_.eof)
+    linger_.cancel();
   if (events_.on_eof)
     events_.on_eof(stream);
 }
@@ -188,6 +191,20 @@ void child_process::close_output() {
   });
 }
 
+void child_process::close_output_after(std::chrono::milliseconds delay) {
+  asio::post(strand_, [self = shared_from_this(), delay] {
+    if (self->out_.eof && self->err_.eof)
+      return;
+    self->linger_.expires_after(delay);
+    self->linger_.async_wait([self](boost::system::error_code ec) {
+      if (ec)
+        return;
+      self->finish_stream(stream_kind::out);
+      self->finish_stream(stream_kind::err);
+    });
+  });
+}
+
 void child_process::signal_group(int sig) const noexcept {
   if (pid_ > 0 && !exited_) {
     if (::kill(-pid_, sig) != 0)
@@ -203,6 +220,7 @@ void child_process::shutdown() {
     self->err_.fd.close(ignored);
     self->stdin_.close(ignored);
     self->pidfd_.close(ignored);
+    self->linger_.cancel();
     // The last reference may now drop; the destructor kills and reaps a
     // child that is still running.
   });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <utility>
 
 #include <fcntl.h>
@@ -46,7 +47,8 @@ error not_regular(const std::string& abs, mode_t mode) {
 // side effects); O_NONBLOCK plus fstat then guards against the path being
 // swapped for a FIFO in between, whose blocking open would wait forever for
 // a writer.
-result<int> open_regular(const std::string& abs) {
+// Stores the size seen by fstat in `size` when given.
+result<int> open_regular(const std::string& abs, uint64_t* size = nullptr) {
   if (auto valid = validate_path(abs); !valid)
     return valid.error();
   struct ::stat st;
@@ -66,6 +68,8 @@ result<int> open_regular(const std::string& abs) {
     ::close(fd);
     return not_regular(abs, st.st_mode);
   }
+  if (size != nullptr)
+    *size = st.st_size < 0 ? 0 : static_cast<uint64_t>(st.st_size);
   // Regular files ignore O_NONBLOCK today; clear it anyway so that reads
   // keep plain blocking semantics on every file system.
   auto flags = ::fcntl(fd, F_GETFL);
@@ -92,22 +96,41 @@ result<size_t> read_some(int fd, char* buf, size_t n,
 // -- read_file ----------------------------------------------------------------
 
 result<std::string> read_file(const std::string& abs) {
-  auto reader = file_reader::open(abs);
-  if (!reader)
-    return reader.error();
+  uint64_t size = 0;
+  auto fd = open_regular(abs, &size);
+  if (!fd)
+    return fd.error();
+  // The size is a hint only: the file may grow or shrink while we read, so
+  // read until EOF and grow the buffer as needed. The extra byte lets the
+  // common case see EOF without a reallocation.
   std::string result;
-  struct ::stat st;
-  // The size is a hint only: the file may grow or shrink while we read.
-  if (::stat(abs.c_str(), &st) == 0 && st.st_size > 0)
-    result.reserve(static_cast<size_t>(st.st_size));
-  for (;;) {
-    auto chunk = reader->next(max_chunk);
-    if (!chunk)
-      return chunk.error();
-    if (chunk->empty())
-      return result;
-    result += *chunk;
+  size_t used = 0;
+  try {
+    result.resize(static_cast<size_t>(size) + 1);
+    for (;;) {
+      if (used == result.size())
+        result.resize(result.size() * 2);
+      auto got = read_some(*fd, result.data() + used, result.size() - used,
+                           abs);
+      if (!got) {
+        ::close(*fd);
+        return got.error();
+      }
+      if (*got == 0)
+        break;
+      used += *got;
+    }
+  } catch (const std::exception&) {
+    // bad_alloc or length_error, e.g. for a huge sparse file.
+    ::close(*fd);
+    return error{errc::io_error,
+                 fmt::format("read {}: the file is too large to read at once "
+                             "({} bytes); read it as a stream",
+                             abs, size)};
   }
+  ::close(*fd);
+  result.resize(used);
+  return result;
 }
 
 // -- read_text ----------------------------------------------------------------

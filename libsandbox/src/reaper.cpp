@@ -11,7 +11,8 @@
 
 namespace sandbox {
 
-reaper::reaper(reactor& r) : signals_(r.context(), SIGCHLD) {
+reaper::reaper(reactor& r, bool reap_all_orphans)
+  : reap_all_(reap_all_orphans), signals_(r.context(), SIGCHLD) {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     spdlog::warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
                  "re-parented to init and cannot be reaped by the node");
@@ -27,10 +28,15 @@ void reaper::wait_signal() {
   signals_.async_wait([this](boost::system::error_code ec, int) {
     if (ec)
       return;
-    if (tracked() > 0)
+    if (reap_all_ || tracked() > 0)
       reap_now();
     wait_signal();
   });
+}
+
+void reaper::release_owned(pid_t pid) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  own_.erase(pid);
 }
 
 void reaper::track_pid(pid_t pid) {
@@ -56,7 +62,9 @@ size_t reaper::reap_now() {
   for (auto& e : snapshot) {
     if (e.ppid != self || !e.zombie())
       continue;
-    if (pids_.count(e.pid) == 0 && groups_.count(e.pgid) == 0)
+    if (own_.count(e.pid) > 0)
+      continue;
+    if (!reap_all_ && pids_.count(e.pid) == 0 && groups_.count(e.pgid) == 0)
       continue;
     int status = 0;
     if (::waitpid(e.pid, &status, WNOHANG) == e.pid) {

@@ -76,7 +76,7 @@ struct node_fixture {
   static actors::runtime_config config() {
     actors::runtime_config cfg;
     cfg.stop.grace = std::chrono::milliseconds{300};
-    cfg.linger = std::chrono::milliseconds{1500};
+    cfg.reap_all_orphans = true;
     return cfg;
   }
 

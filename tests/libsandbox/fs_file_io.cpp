@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sandbox/fs/file_io.hpp"
+#include "sandbox/fs/stat.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 
@@ -16,6 +17,7 @@ using sandbox::fs::read_file;
 using sandbox::fs::read_text;
 using sandbox::fs::remove_file;
 using sandbox::fs::testing::code_of;
+using sandbox::fs::testing::open_fds;
 using sandbox::fs::testing::run_unprivileged;
 using sandbox::fs::testing::temp_dir_fixture;
 
@@ -206,6 +208,46 @@ CAF_TEST(remove_file refuses directories) {
   mkdir("d");
   CAF_CHECK_EQUAL(code_of(remove_file(path("d"))), "not_a_regular_file");
   CAF_CHECK_EQUAL(::access(path("d").c_str(), F_OK), 0);
+}
+
+CAF_TEST(no descriptor is left open on any path) {
+  // DESIGN §7: fault paths leave no file descriptors behind.
+  put("f", "content\n");
+  mkdir("d");
+  CAF_REQUIRE_EQUAL(::mkfifo(path("fifo").c_str(), 0600), 0);
+  auto version = sandbox::fs::stat_path(path("f"))->version;
+  auto before = open_fds();
+  for (auto p : {"f", "d", "fifo", "missing", "f/x"}) {
+    read_file(path(p));
+    read_text(path(p), 1, 1);
+    file_reader::open(path(p));
+    sandbox::fs::write_file(path(p), "x", std::string{"stale"});
+  }
+  {
+    auto w = sandbox::fs::atomic_writer::open(path("f"), version);
+    CAF_REQUIRE(w);
+    CAF_REQUIRE(w->write("y"));
+    put("f", "changed");
+    CAF_CHECK_EQUAL(code_of(w->commit()), "conflict");
+  }
+  {
+    auto w = sandbox::fs::atomic_writer::open(path("g"));
+    CAF_REQUIRE(w);
+    auto moved = std::move(*w);
+    CAF_CHECK_EQUAL(code_of(w->write("z")), "invalid_argument");
+    CAF_REQUIRE(moved.write("z"));
+    CAF_REQUIRE(moved.commit());
+  }
+  {
+    auto r = file_reader::open(path("f"));
+    CAF_REQUIRE(r);
+    auto moved = std::move(*r);
+    CAF_CHECK_EQUAL(code_of(r->next(1)), "invalid_argument");
+    CAF_CHECK(moved.next(1));
+  }
+  remove_file(path("missing"));
+  remove_file(path("d"));
+  CAF_CHECK_EQUAL(open_fds(), before);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

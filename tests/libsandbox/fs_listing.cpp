@@ -14,6 +14,7 @@
 using sandbox::fs::dir_entry;
 using sandbox::fs::list_files;
 using sandbox::fs::testing::code_of;
+using sandbox::fs::testing::open_fds;
 using sandbox::fs::testing::run_unprivileged;
 using sandbox::fs::testing::temp_dir_fixture;
 
@@ -129,6 +130,24 @@ CAF_TEST(permission errors propagate as themselves) {
     CAF_MESSAGE("skipped: cannot drop privileges to nobody");
   else
     CAF_CHECK(*verdict);
+}
+
+CAF_TEST(listing leaves no descriptor open) {
+  // DESIGN §7: neither success nor failure leaks descriptors.
+  put("f", "x");
+  auto before = open_fds();
+  for (auto p : {"", "/f", "/missing"})
+    list_files(dir + p);
+  for (auto depth : {0u, 1u, 2u}) {
+    for (auto p : {"", "/f", "/missing"}) {
+      auto walker = sandbox::fs::tree_walker::open(dir + p, depth);
+      if (walker) {
+        // Abandon the walk half way: the destructor closes the directory.
+        walker->next();
+      }
+    }
+  }
+  CAF_CHECK_EQUAL(open_fds(), before);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

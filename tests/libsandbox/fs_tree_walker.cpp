@@ -19,6 +19,7 @@ using sandbox::fs::file_kind;
 using sandbox::fs::frame;
 using sandbox::fs::tree_walker;
 using sandbox::fs::testing::code_of;
+using sandbox::fs::testing::open_fds;
 using sandbox::fs::testing::run_unprivileged;
 using sandbox::fs::testing::temp_dir_fixture;
 
@@ -58,14 +59,6 @@ long rss_bytes() {
     std::fclose(f);
   }
   return resident * ::sysconf(_SC_PAGESIZE);
-}
-
-size_t open_fds() {
-  size_t n = 0;
-  for ([[maybe_unused]] auto& entry :
-       std::filesystem::directory_iterator("/proc/self/fd"))
-    ++n;
-  return n;
 }
 
 } // namespace

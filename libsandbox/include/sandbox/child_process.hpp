@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "sandbox/execution.hpp"
@@ -71,6 +73,10 @@ public:
   /// result is due while a background descendant still holds the pipes.
   void close_output();
 
+  /// Calls `close_output` after `delay` unless both streams reach EOF
+  /// first. The timer lives on the reactor, so it holds no actor alive.
+  void close_output_after(std::chrono::milliseconds delay);
+
   /// Sends `sig` to the child's whole process group.
   void signal_group(int sig) const noexcept;
 
@@ -108,6 +114,7 @@ private:
   pipe_reader err_;
   boost::asio::posix::stream_descriptor stdin_;
   boost::asio::posix::stream_descriptor pidfd_;
+  boost::asio::steady_timer linger_;
   struct pending_write {
     uint64_t id;
     std::string data;

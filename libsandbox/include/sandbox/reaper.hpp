@@ -20,12 +20,31 @@ namespace sandbox {
 class reaper {
 public:
   /// Sets PR_SET_CHILD_SUBREAPER on this process and watches SIGCHLD on `r`.
-  explicit reaper(reactor& r);
+  /// With `reap_all_orphans`, every zombie child that is not one of our own
+  /// launched children is reaped (right for a process that is only a node,
+  /// such as the CLI or `serve`); without it, only registered ones are
+  /// (right when a host application has children of its own).
+  explicit reaper(reactor& r, bool reap_all_orphans = false);
 
   ~reaper();
 
   reaper(const reaper&) = delete;
   reaper& operator=(const reaper&) = delete;
+
+  /// Runs `launch` (which returns the pid of a new direct child, or a value
+  /// <= 0 on failure) under the reaper's lock and registers the child as
+  /// owned by its launcher: `reap_now` never steals its exit status.
+  template <class F>
+  auto launch_owned(F launch) -> decltype(launch()) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto result = launch();
+    if (auto pid = pid_of(result); pid > 0)
+      own_.insert(pid);
+    return result;
+  }
+
+  /// The launcher of `pid` has reaped it.
+  void release_owned(pid_t pid);
 
   /// Registers a descendant whose zombie, once re-parented to us, is ours.
   void track_pid(pid_t pid);
@@ -44,7 +63,14 @@ public:
 private:
   void wait_signal();
 
+  template <class T>
+  static pid_t pid_of(const T& x) {
+    return x ? (*x)->pid() : 0;
+  }
+
   mutable std::mutex mtx_;
+  bool reap_all_;
+  std::unordered_set<pid_t> own_;
   std::unordered_set<pid_t> pids_;
   std::unordered_set<pid_t> groups_;
   boost::asio::signal_set signals_;

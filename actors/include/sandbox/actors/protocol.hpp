@@ -123,7 +123,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, exited_atom, "exited")
   CAF_ADD_ATOM(sandbox, sandbox::actors, written_atom, "written")
   CAF_ADD_ATOM(sandbox, sandbox::actors, timeout_atom, "timeout")
-  CAF_ADD_ATOM(sandbox, sandbox::actors, linger_atom, "linger")
   CAF_ADD_ATOM(sandbox, sandbox::actors, end_atom, "end")
   CAF_ADD_ATOM(sandbox, sandbox::actors, ended_atom, "ended")
 
@@ -163,7 +162,6 @@ using process_actor_impl = process_actor::extend<
   caf::reacts_to<exited_atom, int32_t>,
   caf::reacts_to<written_atom, uint64_t, int32_t>,
   caf::reacts_to<timeout_atom>,
-  caf::reacts_to<linger_atom>,
   // Ends the child and its descendants with the given exit reason.
   caf::reacts_to<end_atom, exit_reason>,
   // The staged termination finished.

@@ -25,6 +25,10 @@ struct runtime_config {
   /// How long an execution whose shell has exited waits for a background
   /// descendant to close the output pipes before its result is delivered.
   std::chrono::milliseconds linger{100};
+  /// Reap every orphan re-parented to the node, not only the ones known to
+  /// be a session's. Set it when the process is only a node (CLI, serve);
+  /// leave it off when a host application waits for children of its own.
+  bool reap_all_orphans = false;
 };
 
 /// What a node shares with its sessions and process actors: the reactor

@@ -1,0 +1,66 @@
+#define CAF_SUITE actors.code
+#include "caf/test/unit_test.hpp"
+
+#include "fixture.hpp"
+
+CAF_TEST_FIXTURE_SCOPE(code_tests, sandbox::test::node_fixture)
+
+CAF_TEST(R7 code reaches the interpreter byte exact) {
+  auto s = make_session();
+  // Quotes, heredoc terminators, $(), backticks, NUL-free binary-ish bytes.
+  std::string code = "import sys\n"
+                     "s = '''EOF\n$(rm -rf /) `id` \"q\" 'x' \\\\ \\n'''\n"
+                     "sys.stdout.write(s)\n"
+                     "sys.stdout.write('\\u00e9\\U0001F600')\n";
+  auto r = s.execute_code(code, "python3");
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(r->stdout_data,
+                  "EOF\n$(rm -rf /) `id` \"q\" 'x' \\ \n\xC3\xA9\xF0\x9F\x98\x80");
+}
+
+CAF_TEST(R7 shell code runs with sh) {
+  auto s = make_session();
+  std::string out;
+  auto r = s.execute_code("echo one\necho 'two'\nexit 4\n", "sh", {},
+                          [&](const sandbox::output_chunk& c) {
+                            out += c.data;
+                          });
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->exit_code, 4);
+  CAF_CHECK_EQUAL(out, "one\ntwo\n");
+}
+
+CAF_TEST(R7 a missing interpreter gives 127 and names the language) {
+  auto s = make_session();
+  auto r = s.execute_code("print(1)", "no-such-lang");
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->exit_code, 127);
+  CAF_CHECK_EQUAL(r->stderr_data,
+                  "Language interpreter not found: no-such-lang\n");
+}
+
+CAF_TEST(R7 a bad language is invalid_argument and nothing runs) {
+  auto s = make_session();
+  for (std::string bad : std::vector<std::string>{
+         "python3; touch spawned", "py thon", "$(x)", "", "a/b", "é"}) {
+    auto r = s.execute_code("open('spawned','w')", bad);
+    CAF_REQUIRE(!r.has_value());
+    CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+  }
+  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+}
+
+CAF_TEST(R7 code execution honours timeout) {
+  auto s = make_session();
+  sandbox::exec_options opts;
+  opts.timeout = std::chrono::milliseconds{200};
+  auto r = s.execute_code("import time\nprint('x', flush=True)\n"
+                          "time.sleep(30)\n",
+                          "python3", opts);
+  CAF_REQUIRE(r.has_value());
+  CAF_CHECK_EQUAL(r->exit_code, 124);
+  CAF_CHECK_EQUAL(r->stdout_data, "x\n");
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

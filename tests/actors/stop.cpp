@@ -1,0 +1,100 @@
+#define CAF_SUITE actors.stop
+#include "caf/test/unit_test.hpp"
+
+#include <optional>
+#include <thread>
+
+#include "fixture.hpp"
+
+using sandbox::errc;
+using sandbox::exit_reason;
+
+CAF_TEST_FIXTURE_SCOPE(stop_tests, sandbox::test::node_fixture)
+
+CAF_TEST(R22 stop ends background grandchildren and setsid escapers) {
+  auto s = make_session();
+  auto marker = this->marker(s);
+  CAF_REQUIRE(s.execute("sleep 30 & setsid sleep 31 & "
+                        "(setsid sh -c 'sleep 32 &' &) ; true")
+                .has_value());
+  auto p = s.spawn("sleep 33");
+  CAF_REQUIRE(p.has_value());
+  auto receipt = s.stop();
+  CAF_REQUIRE(receipt.has_value());
+  CAF_CHECK_EQUAL(receipt->ended, 4u);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+  CAF_CHECK_EQUAL(p->wait()->reason, exit_reason::stopped);
+}
+
+CAF_TEST(R22 executions in flight end with exit reason stopped) {
+  auto s = make_session();
+  std::optional<sandbox::result<sandbox::exec_result>> r;
+  auto other = sandbox::actors::blocking_session{node.system(), s.handle()};
+  r = s.execute_streaming("echo started; sleep 30", {},
+                          [&](const sandbox::output_chunk&) {
+                            // Stop from inside: the command is running.
+                            CAF_CHECK(other.stop().has_value());
+                          });
+  CAF_REQUIRE(r->has_value());
+  CAF_CHECK((*r)->reason == exit_reason::stopped);
+  CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
+}
+
+CAF_TEST(R22 children that ignore SIGTERM are killed after the grace) {
+  auto s = make_session();
+  auto p = s.spawn(std::string{sandbox::test::test_child()}
+                   + " ignore-term 30000");
+  CAF_REQUIRE(p.has_value());
+  // Wait until the child has installed its handler: it says so.
+  auto sink = s.execute("true");
+  CAF_REQUIRE(sink.has_value());
+  auto receipt = s.stop();
+  CAF_REQUIRE(receipt.has_value());
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+  CAF_CHECK(receipt->ended >= 1u);
+}
+
+CAF_TEST(R22 stop is idempotent and later operations fail) {
+  auto s = make_session();
+  auto first = s.stop();
+  auto second = s.stop();
+  CAF_REQUIRE(first.has_value() && second.has_value());
+  CAF_CHECK_EQUAL(first->ended, second->ended);
+  auto r = s.execute("true");
+  CAF_REQUIRE(!r.has_value());
+  CAF_CHECK(r.error().code == errc::session_stopped);
+  auto c = s.execute_code("print(1)", "python3");
+  CAF_CHECK(c.error().code == errc::session_stopped);
+  auto p = s.spawn("true");
+  CAF_CHECK(p.error().code == errc::session_stopped);
+  CAF_CHECK(s.info()->stopped);
+}
+
+CAF_TEST(R22 stop leaves no zombie behind) {
+  auto s = make_session();
+  CAF_REQUIRE(s.execute("sleep 30 & setsid sleep 30 & true").has_value());
+  CAF_REQUIRE(s.stop().has_value());
+  // Zombies re-parented to us are reaped by the SIGCHLD handler and by the
+  // sweep itself; give the reaper its final round synchronously.
+  node.rt()->reaper()->reap_now();
+  CAF_CHECK_EQUAL(sandbox::test::zombie_children(), 0u);
+}
+
+CAF_TEST(stopping a session with 256 running children ends them all) {
+  auto s = make_session();
+  auto marker = this->marker(s);
+  std::vector<sandbox::actors::blocking_process> procs;
+  for (int i = 0; i < 256; ++i) {
+    auto p = s.spawn(i % 2 == 0 ? "sleep 30" : "sleep 30 & sleep 31");
+    CAF_REQUIRE(p.has_value());
+    procs.push_back(std::move(*p));
+  }
+  auto receipt = s.stop();
+  CAF_REQUIRE(receipt.has_value());
+  CAF_CHECK(receipt->ended >= 256u);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
