@@ -105,6 +105,10 @@ void maybe_finish(self_ptr self) {
   r.stdout_data = st.kept[0]->take();
   r.stderr_data = st.kept[1]->take();
   st.result = r;
+  // An execution's actor quits once its result went to the requester; the
+  // session's `wait` may still be on its way (the child can finish before
+  // it arrives), in which case the `wait` handler quits.
+  bool delivered = !st.waiters.empty();
   for (auto& w : st.waiters)
     w.deliver(r);
   st.waiters.clear();
@@ -112,7 +116,7 @@ void maybe_finish(self_ptr self) {
     st.child->shutdown();
     st.child.reset();
   }
-  if (!st.p.spawned)
+  if (!st.p.spawned && delivered)
     self->quit();
 }
 
@@ -214,8 +218,11 @@ process_behavior(self_ptr self, process_params params) {
     },
     [self](wait_atom) -> caf::result<exec_result> {
       auto& st = self->state;
-      if (st.result)
+      if (st.result) {
+        if (!st.p.spawned)
+          self->quit();
         return *st.result;
+      }
       auto rp = self->make_response_promise<exec_result>();
       st.waiters.push_back(rp);
       return rp;

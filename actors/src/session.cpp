@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/process_tree.hpp"
@@ -36,6 +37,8 @@ struct session_state {
   std::string marker_prefix;
   /// Process actors whose result is not yet collected, by address.
   std::map<caf::actor_addr, session_child> children;
+  /// The filesystem worker; all file operations of the session.
+  filesystem_actor files;
   /// Process groups of every child ever started (escapers stay in them).
   std::vector<pid_t> groups;
   bool stopped = false;
@@ -181,6 +184,8 @@ void maybe_complete_stop(self_ptr self) {
 void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
+  if (st.files)
+    caf::anon_send(st.files, stop_atom_v);
   tree_query q;
   q.groups = st.groups;
   q.marker_prefix = st.marker_prefix;
@@ -217,6 +222,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
   auto& st = self->state;
   st.p = std::move(params);
   st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
+  st.files = spawn_filesystem(self->system(), st.p.working_directory);
+  self->link_to(st.files);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
     auto i = st.children.find(msg.source);
@@ -298,6 +305,12 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       info.children = static_cast<uint32_t>(st.children.size());
       info.stopped = st.stopped;
       return info;
+    },
+    [self](files_atom) -> caf::result<filesystem_actor> {
+      auto& st = self->state;
+      if (st.stopped)
+        return stopped_error(st);
+      return st.files;
     },
     [self](ended_atom, const stop_receipt& receipt) {
       self->state.sweep = receipt;

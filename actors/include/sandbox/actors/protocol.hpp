@@ -117,6 +117,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, ok_atom, "ok")
   CAF_ADD_ATOM(sandbox, sandbox::actors, create_atom, "create")
   CAF_ADD_ATOM(sandbox, sandbox::actors, list_atom, "list")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, files_atom, "files")
   // Internal to the process actor: events of its child on the reactor.
   CAF_ADD_ATOM(sandbox, sandbox::actors, output_atom, "output")
   CAF_ADD_ATOM(sandbox, sandbox::actors, eof_atom, "eof")
@@ -167,6 +168,16 @@ using process_actor_impl = process_actor::extend<
   // The staged termination finished.
   caf::reacts_to<ended_atom, stop_receipt>>;
 
+// -- filesystem worker --------------------------------------------------------
+
+/// The filesystem worker of a session (R11–R17): every file operation of
+/// the session goes through it. Relative paths resolve against the session
+/// working directory.
+using filesystem_actor = caf::typed_actor<
+  // The session was stopped: every later request fails with
+  // `session_stopped`.
+  caf::replies_to<stop_atom>::with<ok_atom>>;
+
 // -- session actor ------------------------------------------------------------
 
 /// A session: a working directory where commands and code run (R1–R10,
@@ -187,7 +198,10 @@ using session_actor = caf::typed_actor<
   caf::replies_to<cancel_atom, std::string>::with<bool>,
   // R22: ends every child and descendant; idempotent.
   caf::replies_to<stop_atom>::with<stop_receipt>,
-  caf::replies_to<info_atom>::with<session_info>>;
+  caf::replies_to<info_atom>::with<session_info>,
+  // The session's filesystem worker (fails with `session_stopped` after
+  // stop).
+  caf::replies_to<files_atom>::with<filesystem_actor>>;
 
 /// The full interface of the session actor: the public one plus the
 /// completion of its staged stop, sent from the reactor.
