@@ -31,6 +31,9 @@ struct process_state {
   int status = 0;
   /// Set when the execution is ended from outside (timeout, cancel, stop).
   std::optional<exit_reason> forced;
+  /// The staged termination after a timeout or cancel has finished: no
+  /// descendant is left when the result goes out.
+  bool swept = false;
   /// The session was stopped: stdin and kill answer `session_stopped`.
   bool session_stopped = false;
   std::optional<exec_result> result;
@@ -92,6 +95,8 @@ void send_chunk(self_ptr self, stream_kind s, std::string data) {
 void maybe_finish(self_ptr self) {
   auto& st = self->state;
   if (st.result || !st.exited || !st.eof[0] || !st.eof[1])
+    return;
+  if (st.forced && *st.forced != exit_reason::stopped && !st.swept)
     return;
   for (auto s : {stream_kind::out, stream_kind::err}) {
     auto rest = st.split[index_of(s)].flush();
@@ -277,8 +282,9 @@ process_behavior(self_ptr self, process_params params) {
     },
     [self](timeout_atom) { terminate_child(self, exit_reason::timeout); },
     [self](end_atom, exit_reason why) { terminate_child(self, why); },
-    [](ended_atom, const stop_receipt&) {
-      // The child's own exit and EOF events finish the execution.
+    [self](ended_atom, const stop_receipt&) {
+      self->state.swept = true;
+      maybe_finish(self);
     },
   };
 }

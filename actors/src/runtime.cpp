@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <thread>
+
 #include "sandbox/launcher.hpp"
 
 namespace sandbox::actors {
@@ -17,6 +19,18 @@ runtime::runtime(runtime_config cfg)
 }
 
 runtime::~runtime() {
+  // The last reference may drop inside a reactor callback (a child's events
+  // hold their process actor, whose state holds us). A reactor thread cannot
+  // join itself: hand the teardown to a thread of its own, which joins the
+  // reactor once the current callback has returned.
+  if (reactor_->executor().running_in_this_thread()) {
+    std::thread{[reap = std::move(reaper_),
+                 r = std::move(reactor_)]() mutable {
+      reap.reset();
+      r.reset();
+    }}.detach();
+    return;
+  }
   // The reaper's signal set lives on the reactor: destroy it first.
   reaper_.reset();
   reactor_.reset();

@@ -34,9 +34,19 @@ void reaper::wait_signal() {
   });
 }
 
+std::mutex& reaper::own_mutex() {
+  static std::mutex mtx;
+  return mtx;
+}
+
+std::unordered_set<pid_t>& reaper::own_set() {
+  static std::unordered_set<pid_t> pids;
+  return pids;
+}
+
 void reaper::release_owned(pid_t pid) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  own_.erase(pid);
+  std::lock_guard<std::mutex> guard{own_mutex()};
+  own_set().erase(pid);
 }
 
 void reaper::track_pid(pid_t pid) {
@@ -58,11 +68,13 @@ size_t reaper::reap_now() {
   auto self = ::getpid();
   auto snapshot = proc_snapshot();
   size_t reaped = 0;
+  // Lock order: the process-wide registry first, then this reaper's sets.
+  std::lock_guard<std::mutex> own_guard{own_mutex()};
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto& e : snapshot) {
     if (e.ppid != self || !e.zombie())
       continue;
-    if (own_.count(e.pid) > 0)
+    if (own_set().count(e.pid) > 0)
       continue;
     if (!reap_all_ && pids_.count(e.pid) == 0 && groups_.count(e.pgid) == 0)
       continue;

@@ -23,7 +23,7 @@ CAF_TEST(R1 a command streams its chunks then exactly one result) {
                                  (c.stream == stream_kind::out ? out : err)
                                    += c.data;
                                });
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 3);
   CAF_CHECK(r->reason == exit_reason::exited);
   CAF_CHECK_EQUAL(out, "hello\n");
@@ -38,7 +38,7 @@ CAF_TEST(R1 a command streams its chunks then exactly one result) {
 CAF_TEST(R1 commands run with stdin closed) {
   auto s = make_session();
   auto r = s.execute("cat; echo done");
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "done\n");
 }
 
@@ -46,13 +46,13 @@ CAF_TEST(R2 cwd defaults to the session directory and resolves relatives) {
   auto s = make_session();
   auto wd = s.info()->working_directory;
   auto r = s.execute("pwd");
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, wd + "\n");
   CAF_REQUIRE(s.execute("mkdir -p sub/dir").has_value());
   exec_options opts;
   opts.cwd = "sub/dir";
   r = s.execute("pwd", opts);
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, wd + "/sub/dir\n");
 }
 
@@ -89,7 +89,7 @@ CAF_TEST(R3 env values are passed verbatim without interpolation) {
   exec_options opts;
   opts.env["V"] = "$(echo injected) `id` 'q' \"d\" \n; $HOME";
   auto r = s.execute("printf %s \"$V\"", opts);
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, opts.env["V"]);
 }
 
@@ -102,16 +102,17 @@ CAF_TEST(R4 env precedence is node then HOME then session then call) {
   cfg.home_directory = dir.path + "/h4";
   cfg.env = {{"SESSION_ONLY", "s"}, {"BOTH", "session"}};
   auto s = sandbox::actors::blocking_session::create(fresh, cfg);
-  CAF_REQUIRE(s.has_value());
+  SANDBOX_REQUIRE_OK(s);
   exec_options opts;
   opts.env = {{"BOTH", "call"}, {"CALL_ONLY", "c"}};
   auto r = s->execute(
     "echo $SANDBOX_R4_NODE $HOME $SESSION_ONLY $BOTH $CALL_ONLY", opts);
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data,
                   "node " + s->info()->home_directory + " s call c\n");
   opts.env = {{"HOME", "/call/home"}};
   r = s->execute("echo $HOME", opts);
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "/call/home\n");
   s->stop();
 }
@@ -121,7 +122,7 @@ CAF_TEST(R5 a timeout ends the group and keeps the partial output) {
   exec_options opts;
   opts.timeout = 300ms;
   auto r = s.execute("echo before; sleep 30; echo after", opts);
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->reason == exit_reason::timeout);
   CAF_CHECK_EQUAL(r->exit_code, 124);
   CAF_CHECK_EQUAL(r->stdout_data, "before\n");
@@ -134,7 +135,7 @@ CAF_TEST(R5 a timeout ends a background grandchild and a setsid escaper) {
   opts.timeout = 300ms;
   auto r = s.execute("sleep 30 & setsid sleep 31 & echo started; wait",
                      opts);
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->reason == exit_reason::timeout);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }
@@ -157,7 +158,7 @@ CAF_TEST(R5 cancel ends the execution with exit code 130) {
         CAF_CHECK(*other.cancel("job-1"));
       }
     });
-  CAF_REQUIRE(r->has_value());
+  SANDBOX_REQUIRE_OK(*r);
   CAF_CHECK((*r)->reason == exit_reason::cancelled);
   CAF_CHECK_EQUAL((*r)->exit_code, 130);
   CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
@@ -168,10 +169,11 @@ CAF_TEST(R5 cancel ends the execution with exit code 130) {
 CAF_TEST(R6 a child ended by a signal reports 128 plus signo) {
   auto s = make_session();
   auto r = s.execute("kill -9 $$");
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 137);
   CAF_CHECK(r->reason == exit_reason::signalled);
   r = s.execute("kill -TERM $$");
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 143);
 }
 
@@ -181,7 +183,7 @@ CAF_TEST(R8 a 4 byte UTF-8 char across a pipe buffer boundary is unsplit) {
   auto r = s.execute_streaming(
     std::string{sandbox::test::test_child()} + " split-utf8", {},
     [&](const sandbox::output_chunk& c) { chunks.push_back(c.data); });
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   std::string all;
   for (auto& c : chunks) {
     all += c;
@@ -200,7 +202,7 @@ CAF_TEST(R8 binary output arrives byte exact) {
   auto r = s.execute_streaming(
     std::string{sandbox::test::test_child()} + " all-bytes", {},
     [&](const sandbox::output_chunk& c) { all += c.data; });
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_REQUIRE_EQUAL(all.size(), 256u);
   for (int i = 0; i < 256; ++i)
     CAF_CHECK_EQUAL(static_cast<unsigned char>(all[i]), i);
@@ -215,7 +217,7 @@ CAF_TEST(R9 retained output keeps head and tail and counts dropped bytes) {
   auto r = s.execute_streaming(
     "echo FIRST; head -c 100000 /dev/zero | tr '\\0' x; echo; echo LAST",
     opts, [&](const sandbox::output_chunk& c) { streamed += c.data.size(); });
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->truncated);
   // Streaming goes on past the cap.
   CAF_CHECK_EQUAL(streamed, 6u + 100000u + 1u + 5u);
@@ -228,11 +230,11 @@ CAF_TEST(R9 retained output keeps head and tail and counts dropped bytes) {
 CAF_TEST(a background job does not hold the result back) {
   auto s = make_session();
   auto r = s.execute("sleep 30 & echo quick");
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "quick\n");
   CAF_CHECK_EQUAL(r->exit_code, 0);
   auto receipt = s.stop();
-  CAF_REQUIRE(receipt.has_value());
+  SANDBOX_REQUIRE_OK(receipt);
   CAF_CHECK_EQUAL(receipt->ended, 1u);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
 }

@@ -12,13 +12,13 @@ CAF_TEST_FIXTURE_SCOPE(spawn_tests, sandbox::test::node_fixture)
 CAF_TEST(R10 a spawned process takes stdin and reports its exit) {
   auto s = make_session();
   auto p = s.spawn(std::string{sandbox::test::test_child()} + " echo");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   CAF_CHECK(p->pid() > 0);
   CAF_REQUIRE(p->write_stdin("hello ").has_value());
   CAF_REQUIRE(p->write_stdin(std::string("bin\0ary", 7)).has_value());
   CAF_REQUIRE(p->close_stdin().has_value());
   auto r = p->wait();
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);
   CAF_CHECK(r->reason == exit_reason::exited);
   CAF_CHECK_EQUAL(r->stdout_data, std::string("hello bin\0ary", 13));
@@ -29,10 +29,10 @@ CAF_TEST(R10 a spawned process takes stdin and reports its exit) {
 CAF_TEST(R10 kill 9 of a spawned process reports 137) {
   auto s = make_session();
   auto p = s.spawn("sleep 30");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   CAF_REQUIRE(p->kill(SIGKILL).has_value());
   auto r = p->wait();
-  CAF_REQUIRE(r.has_value());
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 137);
   CAF_CHECK(r->reason == exit_reason::signalled);
 }
@@ -40,7 +40,7 @@ CAF_TEST(R10 kill 9 of a spawned process reports 137) {
 CAF_TEST(R10 kill defaults to SIGTERM) {
   auto s = make_session();
   auto p = s.spawn("sleep 30");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   CAF_REQUIRE(p->kill().has_value());
   CAF_CHECK_EQUAL(p->wait()->exit_code, 143);
 }
@@ -48,7 +48,7 @@ CAF_TEST(R10 kill defaults to SIGTERM) {
 CAF_TEST(R10 a bad signal number is invalid_argument) {
   auto s = make_session();
   auto p = s.spawn("sleep 30");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   auto k = p->kill(999);
   CAF_REQUIRE(!k.has_value());
   CAF_CHECK(k.error().code == sandbox::errc::invalid_argument);
@@ -59,7 +59,7 @@ CAF_TEST(R10 a bad signal number is invalid_argument) {
 CAF_TEST(R10 writing to an exited process fails cleanly) {
   auto s = make_session();
   auto p = s.spawn("exit 0");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   CAF_REQUIRE(p->wait().has_value());
   auto w = p->write_stdin("late");
   CAF_CHECK(!w.has_value());

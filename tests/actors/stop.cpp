@@ -18,10 +18,12 @@ CAF_TEST(R22 stop ends background grandchildren and setsid escapers) {
                         "(setsid sh -c 'sleep 32 &' &) ; true")
                 .has_value());
   auto p = s.spawn("sleep 33");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   auto receipt = s.stop();
-  CAF_REQUIRE(receipt.has_value());
-  CAF_CHECK_EQUAL(receipt->ended, 4u);
+  SANDBOX_REQUIRE_OK(receipt);
+  // The intermediate `sh -c` of the double fork may or may not be alive
+  // at the sweep: four or five processes.
+  CAF_CHECK(receipt->ended >= 4u);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
   CAF_CHECK_EQUAL(p->wait()->reason, exit_reason::stopped);
@@ -36,7 +38,7 @@ CAF_TEST(R22 executions in flight end with exit reason stopped) {
                             // Stop from inside: the command is running.
                             CAF_CHECK(other.stop().has_value());
                           });
-  CAF_REQUIRE(r->has_value());
+  SANDBOX_REQUIRE_OK(*r);
   CAF_CHECK((*r)->reason == exit_reason::stopped);
   CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
 }
@@ -45,12 +47,12 @@ CAF_TEST(R22 children that ignore SIGTERM are killed after the grace) {
   auto s = make_session();
   auto p = s.spawn(std::string{sandbox::test::test_child()}
                    + " ignore-term 30000");
-  CAF_REQUIRE(p.has_value());
+  SANDBOX_REQUIRE_OK(p);
   // Wait until the child has installed its handler: it says so.
   auto sink = s.execute("true");
-  CAF_REQUIRE(sink.has_value());
+  SANDBOX_REQUIRE_OK(sink);
   auto receipt = s.stop();
-  CAF_REQUIRE(receipt.has_value());
+  SANDBOX_REQUIRE_OK(receipt);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
   CAF_CHECK(receipt->ended >= 1u);
 }
@@ -87,11 +89,11 @@ CAF_TEST(stopping a session with 256 running children ends them all) {
   std::vector<sandbox::actors::blocking_process> procs;
   for (int i = 0; i < 256; ++i) {
     auto p = s.spawn(i % 2 == 0 ? "sleep 30" : "sleep 30 & sleep 31");
-    CAF_REQUIRE(p.has_value());
+    SANDBOX_REQUIRE_OK(p);
     procs.push_back(std::move(*p));
   }
   auto receipt = s.stop();
-  CAF_REQUIRE(receipt.has_value());
+  SANDBOX_REQUIRE_OK(receipt);
   CAF_CHECK(receipt->ended >= 256u);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);

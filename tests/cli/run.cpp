@@ -76,7 +76,9 @@ CAF_TEST(global options are accepted after the subcommand) {
   auto after = sandbox_cli("run true --json");
   CAF_CHECK_EQUAL(before.status, 0);
   CAF_CHECK_EQUAL(before.out, after.out);
-  CAF_CHECK_EQUAL(json_lines(after.out).back()["type"], "result");
+  auto lines = json_lines(after.out);
+  CAF_REQUIRE(!lines.empty());
+  CAF_CHECK_EQUAL(lines.back()["type"], "result");
 }
 
 CAF_TEST(errors are one line and exit 1) {

@@ -34,17 +34,19 @@ public:
   /// Runs `launch` (which returns the pid of a new direct child, or a value
   /// <= 0 on failure) under the reaper's lock and registers the child as
   /// owned by its launcher: `reap_now` never steals its exit status.
+  /// The registry is process-wide: several nodes in one process never
+  /// steal each other's children.
   template <class F>
-  auto launch_owned(F launch) -> decltype(launch()) {
-    std::lock_guard<std::mutex> guard{mtx_};
+  static auto launch_owned(F launch) -> decltype(launch()) {
+    std::lock_guard<std::mutex> guard{own_mutex()};
     auto result = launch();
     if (auto pid = pid_of(result); pid > 0)
-      own_.insert(pid);
+      own_set().insert(pid);
     return result;
   }
 
   /// The launcher of `pid` has reaped it.
-  void release_owned(pid_t pid);
+  static void release_owned(pid_t pid);
 
   /// Registers a descendant whose zombie, once re-parented to us, is ours.
   void track_pid(pid_t pid);
@@ -68,9 +70,11 @@ private:
     return x ? (*x)->pid() : 0;
   }
 
+  static std::mutex& own_mutex();
+  static std::unordered_set<pid_t>& own_set();
+
   mutable std::mutex mtx_;
   bool reap_all_;
-  std::unordered_set<pid_t> own_;
   std::unordered_set<pid_t> pids_;
   std::unordered_set<pid_t> groups_;
   boost::asio::signal_set signals_;
