@@ -1,0 +1,64 @@
+#define CAF_SUITE actors.leaks
+#include "caf/test/unit_test.hpp"
+
+#include "fixture.hpp"
+
+using sandbox::test::resident_bytes;
+
+CAF_TEST_FIXTURE_SCOPE(leak_tests, sandbox::test::node_fixture)
+
+CAF_TEST(1000 sequential executions leave the fd count unchanged) {
+  auto s = make_session();
+  // Warm up: the first executions create the reactor's and CAF's lazily
+  // allocated descriptors.
+  for (int i = 0; i < 20; ++i)
+    SANDBOX_REQUIRE_OK(s.execute("true"));
+  auto before = sandbox::test::settled_fds(s, 0);
+  for (int i = 0; i < 1000; ++i) {
+    auto r = s.execute(i % 3 == 0 ? "echo out; echo err >&2" : "true");
+    SANDBOX_REQUIRE_OK(r);
+  }
+  CAF_CHECK_EQUAL(sandbox::test::settled_fds(s, before), before);
+  CAF_CHECK_EQUAL(sandbox::test::zombie_children(), 0u);
+}
+
+CAF_TEST(R9 a 1 GiB output streams through with bounded memory) {
+  auto s = make_session();
+  SANDBOX_REQUIRE_OK(s.execute("true"));
+  auto before = resident_bytes();
+  size_t peak = before;
+  uint64_t streamed = 0;
+  uint64_t chunks = 0;
+  auto r = s.execute_streaming(
+    std::string{sandbox::test::test_child()} + " emit 1073741824", {},
+    [&](const sandbox::output_chunk& c) {
+      streamed += c.data.size();
+      if (++chunks % 256 == 0)
+        peak = std::max(peak, resident_bytes());
+    });
+  SANDBOX_REQUIRE_OK(r);
+  peak = std::max(peak, resident_bytes());
+  CAF_CHECK_EQUAL(streamed, 1073741824u);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK(r->truncated);
+  // The retained head and tail (16 MiB) count against the budget too.
+  CAF_CHECK_LESS(peak - before, 64u << 20);
+  CAF_MESSAGE("resident growth: " << (peak - before) / 1024 << " KiB");
+}
+
+CAF_TEST(a timed out execution leaves no descriptor behind) {
+  auto s = make_session();
+  SANDBOX_REQUIRE_OK(s.execute("true"));
+  auto before = sandbox::test::settled_fds(s, 0);
+  sandbox::exec_options opts;
+  opts.timeout = std::chrono::milliseconds{100};
+  for (int i = 0; i < 10; ++i) {
+    auto r = s.execute("sleep 30 & setsid sleep 30 & wait", opts);
+    SANDBOX_REQUIRE_OK(r);
+    CAF_CHECK_EQUAL(r->exit_code, 124);
+  }
+  CAF_CHECK_EQUAL(sandbox::test::settled_fds(s, before), before);
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker(s)), 0u);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
