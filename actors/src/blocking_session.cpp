@@ -15,12 +15,17 @@ struct embedded_node::impl {
   }
 };
 
-embedded_node::embedded_node(runtime_config cfg)
+embedded_node::embedded_node(runtime_config cfg, node_config ncfg)
   : impl_(std::make_unique<impl>()),
     rt_(std::make_shared<runtime>(std::move(cfg))) {
+  node_ = spawn_node(impl_->sys, rt_, std::move(ncfg));
 }
 
-embedded_node::~embedded_node() = default;
+embedded_node::~embedded_node() {
+  // Node shutdown stops every session: nothing outlives the node.
+  (void) stop_all();
+  node_ = nullptr;
+}
 
 caf::actor_system& embedded_node::system() noexcept {
   return impl_->sys;
@@ -102,11 +107,33 @@ result<exec_result> stream_request(caf::actor_system& sys,
 
 result<blocking_session> blocking_session::create(embedded_node& node,
                                                   session_config cfg) {
-  auto params = make_session_params(node.rt(), cfg);
-  if (!params)
-    return params.error();
-  return blocking_session{node.system(),
-                          spawn_session(node.system(), std::move(*params))};
+  return create(node.system(), node.node(), std::move(cfg));
+}
+
+result<blocking_session> blocking_session::create(caf::actor_system& sys,
+                                                  const node_actor& node,
+                                                  session_config cfg) {
+  caf::scoped_actor self{sys};
+  result<blocking_session> out = sandbox::error{errc::aborted, "no answer"};
+  self->request(node, caf::infinite, create_atom_v, std::move(cfg))
+    .receive(
+      [&](session_actor& s, session_info&) {
+        out = blocking_session{sys, std::move(s)};
+      },
+      [&](caf::error& err) { out = from_caf(err); });
+  return out;
+}
+
+result<std::vector<session_info>> embedded_node::list() {
+  return ask<std::vector<session_info>>(system(), node_, list_atom_v);
+}
+
+result<stop_receipt> embedded_node::stop_session(const std::string& id) {
+  return ask<stop_receipt>(system(), node_, stop_atom_v, id);
+}
+
+result<uint32_t> embedded_node::stop_all() {
+  return ask<uint32_t>(system(), node_, stop_atom_v);
 }
 
 result<exec_result> blocking_session::execute(const std::string& command,

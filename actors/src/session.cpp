@@ -179,6 +179,9 @@ void maybe_complete_stop(self_ptr self) {
   // Dropping the handles lets finished process actors go away.
   st.children.clear();
   st.groups.clear();
+  // R22: the leased port is free again once nothing of the session runs.
+  if (st.p.lease)
+    st.p.lease->release();
 }
 
 void begin_stop(self_ptr self) {
@@ -222,8 +225,6 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
   auto& st = self->state;
   st.p = std::move(params);
   st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
-  st.files = spawn_filesystem(self->system(), st.p.working_directory);
-  self->link_to(st.files);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
     auto i = st.children.find(msg.source);
@@ -301,7 +302,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       info.id = st.p.id;
       info.working_directory = st.p.working_directory;
       info.home_directory = st.p.home_directory;
-      info.port = st.p.port;
+      info.port = st.p.lease ? st.p.lease->port() : 0;
       info.children = static_cast<uint32_t>(st.children.size());
       info.stopped = st.stopped;
       return info;
@@ -310,6 +311,11 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       auto& st = self->state;
       if (st.stopped)
         return stopped_error(st);
+      // Spawned on first use: an idle session costs no worker.
+      if (!st.files) {
+        st.files = spawn_filesystem(self->system(), st.p.working_directory);
+        self->link_to(st.files);
+      }
       return st.files;
     },
     [self](ended_atom, const stop_receipt& receipt) {
@@ -356,15 +362,18 @@ std::string current_dir() {
 } // namespace
 
 result<session_params> make_session_params(runtime_ptr rt,
-                                           const session_config& cfg) {
+                                           const session_config& cfg,
+                                           const std::string& base_directory) {
   if (auto ok = validate_env(cfg.env); !ok)
     return ok.error();
   auto cwd = current_dir();
   session_params p;
-  auto wd = make_dirs(fs::resolve(cwd, cfg.working_directory.empty()
-                                         ? std::string{"."}
-                                         : cfg.working_directory),
-                      "working directory");
+  p.id = make_uuid_v4();
+  std::string requested = cfg.working_directory;
+  if (requested.empty())
+    requested = base_directory.empty() ? std::string{"."}
+                                       : base_directory + "/" + p.id;
+  auto wd = make_dirs(fs::resolve(cwd, requested), "working directory");
   if (!wd)
     return wd.error();
   std::string home = cfg.home_directory;
@@ -377,7 +386,6 @@ result<session_params> make_session_params(runtime_ptr rt,
   if (!hd)
     return hd.error();
   p.rt = std::move(rt);
-  p.id = make_uuid_v4();
   p.working_directory = std::move(*wd);
   p.home_directory = std::move(*hd);
   p.env = cfg.env;

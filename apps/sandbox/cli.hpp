@@ -72,5 +72,10 @@ struct command {
 
 command add_run(CLI::App& app, global_options& g);
 command add_code(CLI::App& app, global_options& g);
+command add_read(CLI::App& app, global_options& g);
+command add_write(CLI::App& app, global_options& g);
+command add_rm(CLI::App& app, global_options& g);
+command add_ls(CLI::App& app, global_options& g);
+command add_stat(CLI::App& app, global_options& g);
 
 } // namespace sandbox::cli

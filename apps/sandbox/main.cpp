@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   std::vector<command> commands;
   commands.push_back(add_run(app, g));
   commands.push_back(add_code(app, g));
+  commands.push_back(add_read(app, g));
+  commands.push_back(add_write(app, g));
+  commands.push_back(add_rm(app, g));
+  commands.push_back(add_ls(app, g));
+  commands.push_back(add_stat(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

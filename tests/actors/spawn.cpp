@@ -23,7 +23,9 @@ CAF_TEST(R10 a spawned process takes stdin and reports its exit) {
   CAF_CHECK(r->reason == exit_reason::exited);
   CAF_CHECK_EQUAL(r->stdout_data, std::string("hello bin\0ary", 13));
   // Waiting again gives the same result.
-  CAF_CHECK_EQUAL(p->wait()->stdout_data, r->stdout_data);
+  auto again = p->wait();
+  SANDBOX_REQUIRE_OK(again);
+  CAF_CHECK_EQUAL(again->stdout_data, r->stdout_data);
 }
 
 CAF_TEST(R10 kill 9 of a spawned process reports 137) {
@@ -42,7 +44,9 @@ CAF_TEST(R10 kill defaults to SIGTERM) {
   auto p = s.spawn("sleep 30");
   SANDBOX_REQUIRE_OK(p);
   CAF_REQUIRE(p->kill().has_value());
-  CAF_CHECK_EQUAL(p->wait()->exit_code, 143);
+  auto r = p->wait();
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 143);
 }
 
 CAF_TEST(R10 a bad signal number is invalid_argument) {

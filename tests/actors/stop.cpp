@@ -26,7 +26,9 @@ CAF_TEST(R22 stop ends background grandchildren and setsid escapers) {
   CAF_CHECK(receipt->ended >= 4u);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
-  CAF_CHECK_EQUAL(p->wait()->reason, exit_reason::stopped);
+  auto waited = p->wait();
+  SANDBOX_REQUIRE_OK(waited);
+  CAF_CHECK(waited->reason == exit_reason::stopped);
 }
 
 CAF_TEST(R22 executions in flight end with exit reason stopped) {
@@ -70,7 +72,9 @@ CAF_TEST(R22 stop is idempotent and later operations fail) {
   CAF_CHECK(c.error().code == errc::session_stopped);
   auto p = s.spawn("true");
   CAF_CHECK(p.error().code == errc::session_stopped);
-  CAF_CHECK(s.info()->stopped);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK(info->stopped);
 }
 
 CAF_TEST(R22 stop leaves no zombie behind) {

@@ -6,27 +6,42 @@
 
 #include <caf/actor_system.hpp>
 
+#include "sandbox/actors/node.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/runtime.hpp"
 
 namespace sandbox::actors {
 
 /// An in-process node for plain C++ code: an actor system with sandbox's
-/// types registered plus the runtime (reactor, subreaper) its sessions share.
+/// types registered, the runtime (reactor, subreaper) its sessions share and
+/// the node actor (the provider). Destruction stops every session.
 class embedded_node {
 public:
-  explicit embedded_node(runtime_config cfg = {});
+  explicit embedded_node(runtime_config cfg = {}, node_config ncfg = {});
   ~embedded_node();
 
   caf::actor_system& system() noexcept;
   const runtime_ptr& rt() const noexcept {
     return rt_;
   }
+  const node_actor& node() const noexcept {
+    return node_;
+  }
+
+  /// Every live session with its directories, port and child count.
+  result<std::vector<session_info>> list();
+
+  /// Stops the session `id` (R22); `session_not_found` if unknown.
+  result<stop_receipt> stop_session(const std::string& id);
+
+  /// Stops every session; returns how many there were.
+  result<uint32_t> stop_all();
 
 private:
   struct impl;
   std::unique_ptr<impl> impl_;
   runtime_ptr rt_;
+  node_actor node_;
 };
 
 /// Called with each output chunk, in the caller's thread, as it arrives.
@@ -61,8 +76,13 @@ private:
 /// plain C++ (never a second implementation).
 class blocking_session {
 public:
-  /// Creates a session on `node` (R18 directory handling).
+  /// Creates a session on `node` (R18: directories, port lease, id).
   static result<blocking_session> create(embedded_node& node,
+                                         session_config cfg = {});
+
+  /// Creates a session through any node actor (local or remote).
+  static result<blocking_session> create(caf::actor_system& sys,
+                                         const node_actor& node,
                                          session_config cfg = {});
 
   blocking_session(caf::actor_system& sys, session_actor handle)

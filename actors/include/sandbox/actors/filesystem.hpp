@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -8,9 +9,22 @@
 
 namespace sandbox::actors {
 
+/// Chunk size of a read stream whose request asks for 0 bytes.
+constexpr size_t default_read_chunk = 256 * 1024;
+
+/// Most frames in one batch of a listing (R16).
+constexpr size_t max_list_batch = 256;
+
 /// Spawns the filesystem worker of a session whose working directory is
-/// `working_directory` (absolute). File I/O never blocks the session actor
-/// or the scheduler's threads: the worker runs detached.
+/// `working_directory` (absolute).
+///
+/// File I/O never blocks the session actor or the scheduler's threads: the
+/// worker runs detached, on a thread of its own, and handles one message at
+/// a time. Streams and listings advance one chunk or batch per
+/// acknowledgement, so several of them interleave on one worker and none
+/// buffers more than one chunk or batch. Open writes are aborted when the
+/// actor that opened them terminates, when the session stops, and when the
+/// worker goes away.
 filesystem_actor spawn_filesystem(caf::actor_system& sys,
                                   std::string working_directory);
 

@@ -12,12 +12,15 @@
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/type_id.hpp>
 #include <caf/typed_actor.hpp>
 
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
+#include "sandbox/fs/listing.hpp"
+#include "sandbox/fs/stat.hpp"
 
 // -- errors -------------------------------------------------------------------
 
@@ -90,6 +93,65 @@ typename Inspector::result_type inspect(Inspector& f, session_info& x) {
 
 } // namespace sandbox::actors
 
+// -- message types of the filesystem worker ----------------------------------
+
+namespace sandbox::fs {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_stat& x) {
+  return f(caf::meta::type_name("sandbox::fs::file_stat"), x.kind, x.size,
+           x.mtime_ns, x.dev, x.ino, x.version);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dir_entry& x) {
+  return f(caf::meta::type_name("sandbox::fs::dir_entry"), x.name,
+           x.has_metadata, x.is_dir, x.size);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, frame& x) {
+  return f(caf::meta::type_name("sandbox::fs::frame"), x.path, x.name, x.kind,
+           x.size);
+}
+
+} // namespace sandbox::fs
+
+namespace sandbox::actors {
+
+/// Options of a write (R13).
+struct write_options {
+  /// Compare-and-swap: when set, the write happens only if the file's
+  /// current `stat` version equals this token, else it fails with `conflict`
+  /// and the file stays untouched. An empty token means "the file must not
+  /// exist yet".
+  caf::optional<std::string> if_version;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_options& x) {
+  return f(caf::meta::type_name("sandbox::actors::write_options"),
+           x.if_version);
+}
+
+/// The done frame of a listing (R16): exactly one ends every listing, also
+/// after an error or a cancellation.
+struct list_done {
+  /// Frames delivered in acknowledged batches before the end.
+  uint64_t count = 0;
+  /// Why the listing ended early (a `sandbox` error); none for a listing
+  /// that reached its end.
+  caf::error error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_done& x) {
+  return f(caf::meta::type_name("sandbox::actors::list_done"), x.count,
+           x.error);
+}
+
+} // namespace sandbox::actors
+
 // -- atoms --------------------------------------------------------------------
 
 CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
@@ -118,6 +180,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, create_atom, "create")
   CAF_ADD_ATOM(sandbox, sandbox::actors, list_atom, "list")
   CAF_ADD_ATOM(sandbox, sandbox::actors, files_atom, "files")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, get_atom, "get")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, resume_atom, "resume")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, hooked_atom, "hooked")
   // Internal to the process actor: events of its child on the reactor.
   CAF_ADD_ATOM(sandbox, sandbox::actors, output_atom, "output")
   CAF_ADD_ATOM(sandbox, sandbox::actors, eof_atom, "eof")
@@ -126,6 +191,26 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, timeout_atom, "timeout")
   CAF_ADD_ATOM(sandbox, sandbox::actors, end_atom, "end")
   CAF_ADD_ATOM(sandbox, sandbox::actors, ended_atom, "ended")
+
+  // The filesystem worker (R11-R17).
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::file_stat))
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::dir_entry))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::dir_entry>))
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::frame))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::frame>))
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::write_options))
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::list_done))
+  CAF_ADD_ATOM(sandbox, sandbox::actors, read_atom, "read")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, read_text_atom, "read_text")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, read_stream_atom, "read_strm")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, write_atom, "write")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, open_write_atom, "open_write")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, commit_atom, "commit")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, abort_atom, "abort")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, remove_atom, "remove")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, list_files_atom, "list_files")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, stat_atom, "stat")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, frames_atom, "frames")
 
 CAF_END_TYPE_ID_BLOCK(sandbox)
 
@@ -170,10 +255,58 @@ using process_actor_impl = process_actor::extend<
 
 // -- filesystem worker --------------------------------------------------------
 
+/// Receives the bytes of a read stream (R12). Each chunk is a request; the
+/// sink answers `ack` when it is ready for the next one (one chunk is in
+/// flight at a time), or an error to cancel the stream.
+using byte_sink
+  = caf::typed_actor<caf::replies_to<chunk_atom, std::string>::with<ack_atom>>;
+
+/// Receives the frames of a listing (R16) in batches. Each batch is a
+/// request; the worker reads no further until the sink answers `ack` (one
+/// batch in flight), so a slow sink never makes the worker buffer the tree.
+/// Answering an error cancels the listing.
+using frame_sink = caf::typed_actor<
+  caf::replies_to<frames_atom, std::vector<fs::frame>>::with<ack_atom>>;
+
 /// The filesystem worker of a session (R11–R17): every file operation of
 /// the session goes through it. Relative paths resolve against the session
-/// working directory.
+/// working directory. Failures are `sandbox` errors (`caf::make_error(errc,
+/// message)`); after the session stopped, every request fails with
+/// `session_stopped`.
 using filesystem_actor = caf::typed_actor<
+  // R11: the whole content of a regular file.
+  caf::replies_to<read_atom, std::string>::with<std::string>,
+  // R11: lines start..end of a file (1-based, inclusive; end 0: to the end).
+  caf::replies_to<read_text_atom, std::string, uint64_t,
+                  uint64_t>::with<std::string>,
+  // R12: a fresh stream of chunks of at most `chunk_size` bytes (0: 256 KiB,
+  // at most 1 MiB) to the sink; the reply is the done: total bytes sent.
+  caf::replies_to<read_stream_atom, std::string, uint32_t,
+                  byte_sink>::with<uint64_t>,
+  // R13: writes `bytes` atomically (parents created, temp file + rename).
+  caf::replies_to<write_atom, std::string, std::string,
+                  write_options>::with<ok_atom>,
+  // R13: opens a streamed atomic write of a path; answers its write id.
+  // The write is aborted when the actor that opened it terminates.
+  caf::replies_to<open_write_atom, std::string,
+                  write_options>::with<uint64_t>,
+  // Appends a chunk to an open write; the reply is the ack.
+  caf::replies_to<write_atom, uint64_t, std::string>::with<ack_atom>,
+  // Renames the written file over the target (if_version checked again).
+  caf::replies_to<commit_atom, uint64_t>::with<ok_atom>,
+  // Drops an open write; the target stays as it was. Idempotent.
+  caf::replies_to<abort_atom, uint64_t>::with<ok_atom>,
+  // R14: removes a file or symlink.
+  caf::replies_to<remove_atom, std::string>::with<ok_atom>,
+  // R15: the entries of a directory, sorted by name in byte order.
+  caf::replies_to<list_files_atom,
+                  std::string>::with<std::vector<fs::dir_entry>>,
+  // R16: frames of the tree below a path, `max_depth` levels deep, in
+  // batches to the sink; the reply is the one done frame (never an error).
+  caf::replies_to<list_atom, std::string, uint32_t,
+                  frame_sink>::with<list_done>,
+  // R17: metadata and version token of the path itself (lstat).
+  caf::replies_to<stat_atom, std::string>::with<fs::file_stat>,
   // The session was stopped: every later request fails with
   // `session_stopped`.
   caf::replies_to<stop_atom>::with<ok_atom>>;
@@ -207,5 +340,48 @@ using session_actor = caf::typed_actor<
 /// completion of its staged stop, sent from the reactor.
 using session_actor_impl
   = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>>;
+
+/// A session without lifecycle and port members (R20): what an
+/// `on_first_create` hook or an untrusted helper gets. It is the same actor,
+/// so it shares the session's process tracking: `stop` also ends what the
+/// view started.
+using restricted_session = caf::typed_actor<
+  caf::replies_to<execute_atom, std::string, exec_options,
+                  chunk_sink>::with<exec_result>,
+  caf::replies_to<code_atom, std::string, std::string, exec_options,
+                  chunk_sink>::with<exec_result>,
+  caf::replies_to<spawn_atom, std::string, exec_options,
+                  chunk_sink>::with<process_actor, int32_t>,
+  caf::replies_to<cancel_atom, std::string>::with<bool>,
+  caf::replies_to<files_atom>::with<filesystem_actor>>;
+
+/// Returns the restricted view of `s` (R20).
+inline restricted_session restricted(const session_actor& s) {
+  return s;
+}
+
+// -- node actor ---------------------------------------------------------------
+
+/// The provider: creates sessions (R18), leases their ports, lists them and
+/// stops them; a node that shuts down stops every session.
+using node_actor = caf::typed_actor<
+  // R18: creates a session; R21: runs the `on_first_create` hook first.
+  caf::replies_to<create_atom, session_config>::with<session_actor,
+                                                     session_info>,
+  // Looks a session up by id (`session_not_found` otherwise).
+  caf::replies_to<get_atom, std::string>::with<session_actor>,
+  // R21: resuming a session is `unsupported`.
+  caf::replies_to<resume_atom, std::string>::with<session_actor>,
+  caf::replies_to<list_atom>::with<std::vector<session_info>>,
+  // R22: stops one session; `session_not_found` for an unknown or already
+  // stopped id.
+  caf::replies_to<stop_atom, std::string>::with<stop_receipt>,
+  // Stops every session (node shutdown); answers how many were stopped.
+  caf::replies_to<stop_atom>::with<uint32_t>>;
+
+/// The full interface of the node actor: the public one plus the outcome of
+/// an `on_first_create` hook, run off the node's thread.
+using node_actor_impl
+  = node_actor::extend<caf::reacts_to<hooked_atom, std::string, caf::error>>;
 
 } // namespace sandbox::actors

@@ -7,6 +7,7 @@
 
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/runtime.hpp"
+#include "sandbox/port_lease.hpp"
 
 namespace sandbox::actors {
 
@@ -19,7 +20,9 @@ struct session_params {
   /// Absolute, existing; becomes HOME (R4).
   std::string home_directory;
   env_map env;
-  uint16_t port = 0;
+  /// The session's one leased TCP port (R18); released when it stops.
+  /// Shared only because actor arguments must be copyable.
+  std::shared_ptr<port_lease> lease;
 };
 
 struct session_state;
@@ -37,7 +40,11 @@ session_actor spawn_session(caf::actor_system& sys, session_params params);
 /// gives the session a random UUID.
 /// Errors: `invalid_argument` (bad env name), `permission_denied` or
 /// `io_error` (a directory cannot be created).
+/// An empty working directory becomes `<base_directory>/<id>` when
+/// `base_directory` is set, else the current directory.
 result<session_params> make_session_params(runtime_ptr rt,
-                                           const session_config& cfg);
+                                           const session_config& cfg,
+                                           const std::string& base_directory
+                                           = {});
 
 } // namespace sandbox::actors

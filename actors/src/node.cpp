@@ -1,0 +1,219 @@
+#include "sandbox/actors/node.hpp"
+
+#include <map>
+#include <memory>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <fmt/format.h>
+
+#include "sandbox/actors/session.hpp"
+#include "sandbox/port_lease.hpp"
+
+namespace sandbox::actors {
+
+namespace {
+
+/// A session the node knows about.
+struct node_entry {
+  session_actor handle;
+  session_info info;
+};
+
+/// A creation waiting for its `on_first_create` hook.
+struct pending_create {
+  session_actor handle;
+  session_info info;
+  caf::typed_response_promise<session_actor, session_info> promise;
+};
+
+/// State of the node actor; owned by the actor alone.
+struct node_state {
+  static inline const char* name = "sandbox.node";
+  runtime_ptr rt;
+  node_config cfg;
+  std::unique_ptr<port_lease_registry> ports;
+  std::map<std::string, node_entry> sessions;
+  std::map<std::string, pending_create> pending;
+};
+
+using self_ptr = node_actor_impl::stateful_pointer<node_state>;
+
+caf::error to_caf(const sandbox::error& e) {
+  return caf::make_error(e.code, e.message);
+}
+
+caf::error not_found(const std::string& id) {
+  return caf::make_error(errc::session_not_found,
+                         fmt::format("no such session: {}", id));
+}
+
+/// Runs the hook off the node's thread and reports back with `hooked`.
+void run_hook(self_ptr self, const std::string& id, session_actor s) {
+  auto hook = self->state.cfg.on_first_create;
+  auto node = caf::actor_cast<node_actor_impl>(self);
+  self->system().spawn<caf::detached>(
+    [hook, node, id, s](caf::event_based_actor* worker) {
+      caf::error err;
+      try {
+        err = hook(worker->system(), restricted(s));
+      } catch (const std::exception& e) {
+        err = caf::make_error(errc::aborted,
+                              fmt::format("on_first_create failed: {}",
+                                          e.what()));
+      }
+      caf::anon_send(node, hooked_atom_v, id, std::move(err));
+      worker->quit();
+    });
+}
+
+} // namespace
+
+node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
+                                             node_config cfg) {
+  auto& st = self->state;
+  st.rt = std::move(rt);
+  st.cfg = std::move(cfg);
+  st.ports = std::make_unique<port_lease_registry>(st.cfg.first_port,
+                                                   st.cfg.last_port);
+  self->set_down_handler([self](caf::down_msg& msg) {
+    auto& sessions = self->state.sessions;
+    for (auto i = sessions.begin(); i != sessions.end(); ++i)
+      if (i->second.handle.address() == msg.source) {
+        sessions.erase(i);
+        return;
+      }
+  });
+  return {
+    [self](create_atom, session_config& cfg)
+      -> caf::result<session_actor, session_info> {
+      auto& st = self->state;
+      auto params = make_session_params(st.rt, cfg, st.cfg.base_directory);
+      if (!params)
+        return to_caf(params.error());
+      auto lease = st.ports->acquire();
+      if (!lease)
+        return to_caf(lease.error());
+      session_info info;
+      info.id = params->id;
+      info.working_directory = params->working_directory;
+      info.home_directory = params->home_directory;
+      info.port = lease->port();
+      params->lease = std::make_shared<port_lease>(std::move(*lease));
+      auto handle = spawn_session(self->system(), std::move(*params));
+      self->monitor(handle);
+      if (!st.cfg.on_first_create) {
+        st.sessions.emplace(info.id, node_entry{handle, info});
+        return {handle, info};
+      }
+      auto rp = self->make_response_promise<session_actor, session_info>();
+      st.pending.emplace(info.id, pending_create{handle, info, rp});
+      run_hook(self, info.id, handle);
+      return rp;
+    },
+    [self](hooked_atom, const std::string& id, caf::error& err) {
+      auto& st = self->state;
+      auto i = st.pending.find(id);
+      if (i == st.pending.end())
+        return;
+      auto entry = std::move(i->second);
+      st.pending.erase(i);
+      if (!err) {
+        st.sessions.emplace(id, node_entry{entry.handle, entry.info});
+        entry.promise.deliver(entry.handle, entry.info);
+        return;
+      }
+      // R21: a failed hook leaves no session, no process and no lease; the
+      // caller learns the hook's error once the stop is complete.
+      self->request(entry.handle, caf::infinite, stop_atom_v)
+        .then(
+          [entry, err](const stop_receipt&) mutable {
+            entry.promise.deliver(err);
+          },
+          [entry, err](caf::error&) mutable { entry.promise.deliver(err); });
+    },
+    [self](get_atom, const std::string& id) -> caf::result<session_actor> {
+      auto& st = self->state;
+      auto i = st.sessions.find(id);
+      if (i == st.sessions.end())
+        return not_found(id);
+      return i->second.handle;
+    },
+    [](resume_atom, const std::string& id) -> caf::result<session_actor> {
+      return caf::make_error(errc::unsupported,
+                             fmt::format("cannot resume session {}: a "
+                                         "stopped session is gone for good",
+                                         id));
+    },
+    [self](list_atom) -> caf::result<std::vector<session_info>> {
+      auto& st = self->state;
+      auto rp = self->make_response_promise<std::vector<session_info>>();
+      if (st.sessions.empty()) {
+        rp.deliver(std::vector<session_info>{});
+        return rp;
+      }
+      // Ask every session for its current child count; answer when all did.
+      auto collected = std::make_shared<std::vector<session_info>>();
+      auto remaining = std::make_shared<size_t>(st.sessions.size());
+      for (auto& [id, entry] : st.sessions) {
+        auto fallback = entry.info;
+        self->request(entry.handle, caf::infinite, info_atom_v)
+          .then(
+            [rp, collected, remaining](session_info& info) mutable {
+              collected->push_back(std::move(info));
+              if (--*remaining == 0)
+                rp.deliver(std::move(*collected));
+            },
+            [rp, collected, remaining, fallback](caf::error&) mutable {
+              collected->push_back(fallback);
+              if (--*remaining == 0)
+                rp.deliver(std::move(*collected));
+            });
+      }
+      return rp;
+    },
+    [self](stop_atom, const std::string& id) -> caf::result<stop_receipt> {
+      auto& st = self->state;
+      auto i = st.sessions.find(id);
+      if (i == st.sessions.end())
+        return not_found(id);
+      auto handle = i->second.handle;
+      st.sessions.erase(i);
+      return self->delegate(handle, stop_atom_v);
+    },
+    [self](stop_atom) -> caf::result<uint32_t> {
+      auto& st = self->state;
+      auto rp = self->make_response_promise<uint32_t>();
+      auto count = static_cast<uint32_t>(st.sessions.size());
+      if (count == 0) {
+        rp.deliver(uint32_t{0});
+        return rp;
+      }
+      auto remaining = std::make_shared<uint32_t>(count);
+      for (auto& [id, entry] : st.sessions)
+        self->request(entry.handle, caf::infinite, stop_atom_v)
+          .then(
+            [rp, remaining, count](const stop_receipt&) mutable {
+              if (--*remaining == 0)
+                rp.deliver(count);
+            },
+            [rp, remaining, count](caf::error&) mutable {
+              if (--*remaining == 0)
+                rp.deliver(count);
+            });
+      st.sessions.clear();
+      return rp;
+    },
+  };
+}
+
+node_actor spawn_node(caf::actor_system& sys, runtime_ptr rt,
+                      node_config cfg) {
+  return sys.spawn(node_behavior, std::move(rt), std::move(cfg));
+}
+
+} // namespace sandbox::actors

@@ -1,0 +1,143 @@
+// Scenario 6: writing and reading a 1 MiB file through a session's
+// filesystem worker (`write_file`: atomic, temp file + rename, R13;
+// `read_file`, R11) against direct write(2) and read(2). The note also gives
+// libsandbox's `fs::write_file` / `fs::read_file` alone, which separates the
+// cost of atomicity from the cost of the actor path.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "bench.hpp"
+#include "load_driver.hpp"
+#include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/fs/file_io.hpp"
+
+namespace sandbox::bench {
+
+namespace {
+
+constexpr size_t file_size = 1 << 20;
+
+/// 1 MiB of varied bytes (not all zero, so nothing can be elided).
+std::string make_payload() {
+  std::string data(file_size, '\0');
+  uint32_t x = 2463534242u;
+  for (auto& c : data) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x);
+  }
+  return data;
+}
+
+bool write_raw(const std::string& path, const std::string& data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  0644);
+  if (fd < 0)
+    return false;
+  size_t off = 0;
+  while (off < data.size()) {
+    auto n = ::write(fd, data.data() + off, data.size() - off);
+    if (n <= 0)
+      break;
+    off += static_cast<size_t>(n);
+  }
+  return ::close(fd) == 0 && off == data.size();
+}
+
+bool read_raw(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  struct ::stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return false;
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t off = 0;
+  while (off < out.size()) {
+    auto n = ::read(fd, out.data() + off, out.size() - off);
+    if (n <= 0)
+      break;
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return off == file_size;
+}
+
+bool write_core(const std::string& path, const std::string& data) {
+  return fs::write_file(path, data).has_value();
+}
+
+bool read_core(const std::string& path) {
+  auto r = fs::read_file(path);
+  return r && r->size() == file_size;
+}
+
+row make_row(const char* key, const char* what, const load_result& ours,
+             const load_result& raw, const load_result& core) {
+  row r;
+  r.scenario = 6;
+  r.key = key;
+  r.label = fmt::format("{} 1 MiB file", what);
+  r.unit = "ops/s";
+  r.ours = ours.rate();
+  r.baseline = raw.rate();
+  r.note = fmt::format("{} alone: {:.0f}/s",
+                       key[0] == 'w' ? "fs::write_file" : "fs::read_file",
+                       core.rate());
+  if (ours.errors + raw.errors + core.errors > 0)
+    r.note += fmt::format("; errors: ours {}, raw {}, core {}", ours.errors,
+                          raw.errors, core.errors);
+  return r;
+}
+
+} // namespace
+
+std::vector<row> run_files(const options& opt) {
+  auto dir = opt.scratch + "/files";
+  if (!make_dirs(dir))
+    throw std::runtime_error("cannot create " + dir);
+  auto data = make_payload();
+  auto raw_path = dir + "/raw.bin";
+  auto core_path = dir + "/core.bin";
+  auto ours_path = dir + "/ours.bin";
+  const double secs = opt.quick ? 0.3 : 1.0;
+  auto once = [](auto f) { return [f](size_t) { return f(); }; };
+  auto raw_w = drive(1, secs, false,
+                     once([&] { return write_raw(raw_path, data); }));
+  auto core_w = drive(1, secs, false,
+                      once([&] { return write_core(core_path, data); }));
+  auto raw_r = drive(1, secs, false, once([&] { return read_raw(raw_path); }));
+  auto core_r = drive(1, secs, false,
+                      once([&] { return read_core(core_path); }));
+  load_result ours_w;
+  load_result ours_r;
+  {
+    actors::embedded_node node{node_config(opt)};
+    auto s = make_session(node, opt, "files-session");
+    auto files = actors::files_of(s);
+    if (!files)
+      throw std::runtime_error("files: " + files.error().message);
+    ours_w = drive(1, secs, false, once([&] {
+                     return files->write_file(ours_path, data).has_value();
+                   }));
+    ours_r = drive(1, secs, false, once([&] {
+                     auto r = files->read_file(ours_path);
+                     return r && r->size() == file_size;
+                   }));
+    stop_session(s);
+  }
+  remove_tree(dir);
+  return {make_row("write", "write", ours_w, raw_w, core_w),
+          make_row("read", "read", ours_r, raw_r, core_r)};
+}
+
+} // namespace sandbox::bench

@@ -1,0 +1,75 @@
+#pragma once
+
+// A closed-loop load driver: N threads each repeat one operation until a
+// deadline, counting completions and (optionally) recording each latency.
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "bench.hpp"
+
+namespace sandbox::bench {
+
+/// What a timed phase of the driver measured.
+struct load_result {
+  uint64_t ops = 0;
+  uint64_t errors = 0;
+  /// Wall time from the start until every worker finished its last
+  /// operation (operations started before the deadline are counted).
+  double seconds = 0;
+  /// Milliseconds per operation, when recorded.
+  std::vector<double> latencies_ms;
+
+  double rate() const {
+    return seconds > 0 ? static_cast<double>(ops) / seconds : 0;
+  }
+};
+
+/// Runs `op(worker)` on `concurrency` threads for `seconds`. `op` returns
+/// whether the operation succeeded; failures are counted, not timed.
+template <class Op>
+load_result drive(size_t concurrency, double seconds, bool record, Op op) {
+  struct worker_result {
+    uint64_t ops = 0;
+    uint64_t errors = 0;
+    std::vector<double> latencies_ms;
+  };
+  std::vector<worker_result> parts(concurrency);
+  std::vector<std::thread> threads;
+  threads.reserve(concurrency);
+  auto start = clock::now();
+  auto deadline = start
+                  + std::chrono::duration_cast<clock::duration>(
+                    std::chrono::duration<double>(seconds));
+  for (size_t w = 0; w < concurrency; ++w)
+    threads.emplace_back([&, w] {
+      auto& part = parts[w];
+      while (clock::now() < deadline) {
+        auto t0 = clock::now();
+        bool ok = op(w);
+        auto t1 = clock::now();
+        if (!ok) {
+          ++part.errors;
+          continue;
+        }
+        ++part.ops;
+        if (record)
+          part.latencies_ms.push_back(ms_between(t0, t1));
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  load_result out;
+  out.seconds = seconds_since(start);
+  for (auto& part : parts) {
+    out.ops += part.ops;
+    out.errors += part.errors;
+    out.latencies_ms.insert(out.latencies_ms.end(),
+                            part.latencies_ms.begin(),
+                            part.latencies_ms.end());
+  }
+  return out;
+}
+
+} // namespace sandbox::bench
