@@ -77,5 +77,6 @@ command add_write(CLI::App& app, global_options& g);
 command add_rm(CLI::App& app, global_options& g);
 command add_ls(CLI::App& app, global_options& g);
 command add_stat(CLI::App& app, global_options& g);
+command add_session(CLI::App& app, global_options& g);
 
 } // namespace sandbox::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_rm(app, g));
   commands.push_back(add_ls(app, g));
   commands.push_back(add_stat(app, g));
+  commands.push_back(add_session(app, g));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,51 @@
+#define CAF_SUITE cli.session
+#include "caf/test/unit_test.hpp"
+
+#include "cli_fixture.hpp"
+
+using sandbox::test::json_lines;
+using sandbox::test::sandbox_cli;
+
+CAF_TEST(R18 session create prints id directories and endpoint) {
+  auto r = sandbox_cli("session create --json --workdir /tmp/sandbox-cli-wd "
+                       "--home /tmp/sandbox-cli-home");
+  CAF_CHECK_EQUAL(r.status, 0);
+  auto lines = json_lines(r.out);
+  CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  auto& j = lines[0];
+  CAF_CHECK_EQUAL(j["working_directory"], "/tmp/sandbox-cli-wd");
+  CAF_CHECK_EQUAL(j["home_directory"], "/tmp/sandbox-cli-home");
+  CAF_CHECK_EQUAL(j["id"].get<std::string>().size(), 36u);
+  auto port = j["port"].get<int>();
+  CAF_CHECK(port > 0);
+  CAF_CHECK_EQUAL(j["endpoint"], "http://127.0.0.1:" + std::to_string(port));
+}
+
+CAF_TEST(R18 session create rejects a bad env name) {
+  auto r = sandbox_cli("session create --env 9X=1", true);
+  CAF_CHECK_EQUAL(r.status, 1);
+  CAF_CHECK_EQUAL(r.out, "sandbox: invalid environment variable name: "
+                         "\"9X\"\n");
+}
+
+CAF_TEST(R22 session stop of an unknown id exits 1) {
+  auto r = sandbox_cli("session stop 00000000-0000-4000-8000-000000000000",
+                       true);
+  CAF_CHECK_EQUAL(r.status, 1);
+  CAF_CHECK_EQUAL(r.out, "sandbox: no such session: "
+                         "00000000-0000-4000-8000-000000000000\n");
+  r = sandbox_cli("--json session stop nope");
+  auto lines = json_lines(r.out);
+  CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  CAF_CHECK_EQUAL(lines[0]["code"], "session_not_found");
+}
+
+CAF_TEST(session list on the embedded node lists nothing) {
+  auto r = sandbox_cli("session list");
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK_EQUAL(r.out, "");
+}
+
+CAF_TEST(session without a subcommand is a usage error) {
+  CAF_CHECK_EQUAL(sandbox_cli("session", true).status, 2);
+}
