@@ -60,41 +60,32 @@ struct termination : std::enable_shared_from_this<termination> {
       return finish(0);
     signal_all(pids, plan.first);
     deadline = clock::now() + plan.grace;
-    wait_grace();
+    poll(false);
   }
 
-  void wait_grace() {
+  /// One round of waiting: stop when nothing is left; at the deadline,
+  /// escalate to SIGKILL (grace stage) or count survivors (kill stage).
+  void poll(bool killing) {
     timer.expires_after(plan.poll);
-    timer.async_wait([self = shared_from_this()](boost::system::error_code) {
+    timer.async_wait([self = shared_from_this(),
+                      killing](boost::system::error_code) {
       auto pids = self->members();
       if (self->reap)
         self->reap->reap_now();
       if (pids.empty())
         return self->finish(0);
-      if (clock::now() < self->deadline)
-        return self->wait_grace();
+      auto expired = clock::now() >= self->deadline;
+      if (killing && expired)
+        return self->finish(static_cast<uint32_t>(pids.size()));
+      if (!killing && !expired)
+        return self->poll(false);
+      // Entering the kill stage, or catching what was forked since the
+      // last round: SIGKILL whatever is still there.
       self->killed.insert(pids.begin(), pids.end());
       self->signal_all(pids, SIGKILL);
-      self->deadline = clock::now() + self->plan.verify;
-      self->wait_kill();
-    });
-  }
-
-  void wait_kill() {
-    timer.expires_after(plan.poll);
-    timer.async_wait([self = shared_from_this()](boost::system::error_code) {
-      auto pids = self->members();
-      if (self->reap)
-        self->reap->reap_now();
-      if (pids.empty())
-        return self->finish(0);
-      if (clock::now() >= self->deadline)
-        return self->finish(static_cast<uint32_t>(pids.size()));
-      // Anything forked since the last round gets the same treatment.
-      for (auto pid : pids)
-        self->killed.insert(pid);
-      self->signal_all(pids, SIGKILL);
-      self->wait_kill();
+      if (!killing)
+        self->deadline = clock::now() + self->plan.verify;
+      self->poll(true);
     });
   }
 
