@@ -109,13 +109,22 @@ void maybe_finish(self_ptr self) {
   r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
   r.stdout_data = st.kept[0]->take();
   r.stderr_data = st.kept[1]->take();
-  st.result = r;
   // An execution's actor quits once its result went to the requester; the
   // session's `wait` may still be on its way (the child can finish before
-  // it arrives), in which case the `wait` handler quits.
+  // it arrives), in which case the `wait` handler quits. Retained output
+  // can be 2 × 16 MiB: it is moved, not copied, where it can be.
   bool delivered = !st.waiters.empty();
-  for (auto& w : st.waiters)
-    w.deliver(r);
+  if (delivered && !st.p.spawned && st.waiters.size() == 1) {
+    st.waiters.front().deliver(std::move(r));
+    // Later `wait`s (none expected) still learn the exit status.
+    st.result = exec_result{};
+    st.result->exit_code = r.exit_code;
+    st.result->reason = r.reason;
+  } else {
+    st.result = std::move(r);
+    for (auto& w : st.waiters)
+      w.deliver(*st.result);
+  }
   st.waiters.clear();
   if (st.child) {
     st.child->shutdown();

@@ -133,6 +133,12 @@ inline raw_listing list_raw(caf::actor_system& sys,
   return out;
 }
 
+/// "ok" or the code name of a failed result, for readable checks.
+template <class T>
+std::string code(const result<T>& r) {
+  return r ? std::string{"ok"} : std::string{to_string(r.error().code)};
+}
+
 /// The code of a sandbox error carried by `err` (none for no error).
 inline errc code_of(const caf::error& err) {
   if (!err)

@@ -313,10 +313,13 @@ using filesystem_actor = caf::typed_actor<
 
 // -- session actor ------------------------------------------------------------
 
-/// A session: a working directory where commands and code run (R1–R10,
-/// R22). `sink` may be invalid (no streaming; the result still holds the
-/// retained output).
-using session_actor = caf::typed_actor<
+/// A session without lifecycle and port members (R20): what an
+/// `on_first_create` hook or an untrusted helper gets. The full session
+/// interface extends it, so a view is the same actor and shares the
+/// session's process tracking: `stop` also ends what the view started.
+/// `sink` may be invalid (no streaming; the result still holds the retained
+/// output).
+using restricted_session = caf::typed_actor<
   // R1: runs `/bin/sh -c command`; chunks go to the sink, then one result.
   caf::replies_to<execute_atom, std::string, exec_options,
                   chunk_sink>::with<exec_result>,
@@ -329,31 +332,21 @@ using session_actor = caf::typed_actor<
   // R2: cancels the execution whose options carried this cancel key;
   // answers whether one was found.
   caf::replies_to<cancel_atom, std::string>::with<bool>,
-  // R22: ends every child and descendant; idempotent.
-  caf::replies_to<stop_atom>::with<stop_receipt>,
-  caf::replies_to<info_atom>::with<session_info>,
   // The session's filesystem worker (fails with `session_stopped` after
   // stop).
   caf::replies_to<files_atom>::with<filesystem_actor>>;
+
+/// A session: a working directory where commands and code run (R1–R10,
+/// R22), plus its lifecycle.
+using session_actor = restricted_session::extend<
+  // R22: ends every child and descendant; idempotent.
+  caf::replies_to<stop_atom>::with<stop_receipt>,
+  caf::replies_to<info_atom>::with<session_info>>;
 
 /// The full interface of the session actor: the public one plus the
 /// completion of its staged stop, sent from the reactor.
 using session_actor_impl
   = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>>;
-
-/// A session without lifecycle and port members (R20): what an
-/// `on_first_create` hook or an untrusted helper gets. It is the same actor,
-/// so it shares the session's process tracking: `stop` also ends what the
-/// view started.
-using restricted_session = caf::typed_actor<
-  caf::replies_to<execute_atom, std::string, exec_options,
-                  chunk_sink>::with<exec_result>,
-  caf::replies_to<code_atom, std::string, std::string, exec_options,
-                  chunk_sink>::with<exec_result>,
-  caf::replies_to<spawn_atom, std::string, exec_options,
-                  chunk_sink>::with<process_actor, int32_t>,
-  caf::replies_to<cancel_atom, std::string>::with<bool>,
-  caf::replies_to<files_atom>::with<filesystem_actor>>;
 
 /// Returns the restricted view of `s` (R20).
 inline restricted_session restricted(const session_actor& s) {
