@@ -12,7 +12,10 @@
 namespace sandbox {
 
 reaper::reaper(reactor& r, bool reap_all_orphans)
-  : reap_all_(reap_all_orphans), signals_(r.context(), SIGCHLD) {
+  : reap_all_(reap_all_orphans),
+    strand_(boost::asio::make_strand(r.executor())),
+    signals_(strand_, SIGCHLD),
+    timer_(strand_) {
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     spdlog::warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
                  "re-parented to init and cannot be reaped by the node");
@@ -22,6 +25,7 @@ reaper::reaper(reactor& r, bool reap_all_orphans)
 reaper::~reaper() {
   boost::system::error_code ignored;
   signals_.cancel(ignored);
+  timer_.cancel();
 }
 
 void reaper::wait_signal() {
@@ -29,8 +33,26 @@ void reaper::wait_signal() {
     if (ec)
       return;
     if (reap_all_ || tracked() > 0)
-      reap_now();
+      schedule_scan();
     wait_signal();
+  });
+}
+
+void reaper::schedule_scan() {
+  // A /proc scan costs far more than a child's exit; under load SIGCHLDs
+  // arrive by the thousand. Scan at most once per `scan_interval`: an
+  // orphan's zombie waits that long at most (our own children are reaped
+  // by their launchers at once, never here).
+  if (scan_pending_)
+    return;
+  scan_pending_ = true;
+  timer_.expires_at(last_scan_ + scan_interval);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec)
+      return;
+    scan_pending_ = false;
+    last_scan_ = std::chrono::steady_clock::now();
+    reap_now();
   });
 }
 

@@ -2,11 +2,14 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "sandbox/reactor.hpp"
 
@@ -62,8 +65,12 @@ public:
   /// Returns whether anything is registered (for tests).
   size_t tracked() const;
 
+  /// Minimum time between two SIGCHLD-triggered scans of /proc.
+  static constexpr std::chrono::milliseconds scan_interval{50};
+
 private:
   void wait_signal();
+  void schedule_scan();
 
   template <class T>
   static pid_t pid_of(const T& x) {
@@ -77,7 +84,12 @@ private:
   bool reap_all_;
   std::unordered_set<pid_t> pids_;
   std::unordered_set<pid_t> groups_;
+  /// Everything below runs on this strand.
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::signal_set signals_;
+  boost::asio::steady_timer timer_;
+  bool scan_pending_ = false;
+  std::chrono::steady_clock::time_point last_scan_;
 };
 
 } // namespace sandbox
