@@ -210,6 +210,13 @@ void begin_stop(self_ptr self) {
           maybe_complete_stop(self);
         });
   }
+  if (st.groups.empty()) {
+    // Nothing was ever started: no process can carry the marker, so there
+    // is nothing to sweep.
+    st.sweep = stop_receipt{};
+    maybe_complete_stop(self);
+    return;
+  }
   auto handle = caf::actor_cast<session_actor_impl>(self);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,

@@ -54,6 +54,8 @@ struct options {
   size_t chunk_runs = 20;
   /// Grace period of the node's stop plan (SIGTERM → SIGKILL).
   std::chrono::milliseconds grace{1000};
+  /// Diagnostic: leave `reap_all_orphans` off (a node runs with it on).
+  bool reap_all_orphans = true;
   /// Scratch directory of this run (created by main, removed at the end).
   std::string scratch;
   /// Absolute path of this executable (its helper modes are the children
@@ -131,6 +133,15 @@ uint64_t peak_resident_bytes();
 /// Heap bytes in use (malloc's view over all arenas, mmapped chunks
 /// included): unlike RSS, not hidden by memory freed earlier and reused.
 uint64_t heap_in_use();
+
+/// CPU seconds used so far by this process and by its reaped children.
+struct cpu_time {
+  double self = 0;
+  double children = 0;
+};
+
+/// Reads getrusage for this process and its children.
+cpu_time cpu_now();
 
 /// Threads of this process.
 size_t thread_count();

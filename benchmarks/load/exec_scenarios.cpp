@@ -33,10 +33,17 @@ load_result ours_true(std::vector<actors::blocking_session>& sessions,
   });
 }
 
-std::string errors_note(const load_result& ours, const load_result& raw) {
-  if (ours.errors == 0 && raw.errors == 0)
-    return {};
-  return fmt::format("errors: ours {}, raw {}", ours.errors, raw.errors);
+/// CPU per execution (this process + its children) of both sides, and
+/// failures if there were any.
+std::string exec_note(const load_result& ours, const load_result& raw) {
+  auto [ours_self, ours_kids] = ours.cpu_per_op_us();
+  auto [raw_self, raw_kids] = raw.cpu_per_op_us();
+  auto note = fmt::format("CPU/exec node+children: ours {:.0f}+{:.0f} us, "
+                          "raw {:.0f}+{:.0f} us",
+                          ours_self, ours_kids, raw_self, raw_kids);
+  if (ours.errors > 0 || raw.errors > 0)
+    note += fmt::format("; errors: ours {}, raw {}", ours.errors, raw.errors);
+  return note;
 }
 
 } // namespace
@@ -72,7 +79,7 @@ std::vector<row> run_exec(const options& opt) {
     r.unit = "exec/s";
     r.ours = ours[i].rate();
     r.baseline = raw[i].rate();
-    r.note = errors_note(ours[i], raw[i]);
+    r.note = exec_note(ours[i], raw[i]);
     if (levels[i] > 1) {
       r.goal = ">= 0.8 x raw";
       r.result = judge(r.ratio() >= 0.8);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench.hpp"
@@ -20,6 +21,16 @@ struct load_result {
   double seconds = 0;
   /// Milliseconds per operation, when recorded.
   std::vector<double> latencies_ms;
+  /// CPU seconds of this process and of its reaped children in the phase.
+  cpu_time cpu;
+
+  /// Microseconds of CPU per operation: this process, its children.
+  std::pair<double, double> cpu_per_op_us() const {
+    if (ops == 0)
+      return {0, 0};
+    auto n = static_cast<double>(ops);
+    return {cpu.self * 1e6 / n, cpu.children * 1e6 / n};
+  }
 
   double rate() const {
     return seconds > 0 ? static_cast<double>(ops) / seconds : 0;
@@ -38,6 +49,7 @@ load_result drive(size_t concurrency, double seconds, bool record, Op op) {
   std::vector<worker_result> parts(concurrency);
   std::vector<std::thread> threads;
   threads.reserve(concurrency);
+  auto cpu0 = cpu_now();
   auto start = clock::now();
   auto deadline = start
                   + std::chrono::duration_cast<clock::duration>(
@@ -62,6 +74,8 @@ load_result drive(size_t concurrency, double seconds, bool record, Op op) {
     t.join();
   load_result out;
   out.seconds = seconds_since(start);
+  auto cpu1 = cpu_now();
+  out.cpu = {cpu1.self - cpu0.self, cpu1.children - cpu0.children};
   for (auto& part : parts) {
     out.ops += part.ops;
     out.errors += part.errors;

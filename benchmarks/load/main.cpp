@@ -96,7 +96,7 @@ std::string machine_description() {
 }
 
 void apply_quick(options& opt) {
-  opt.phase_seconds = 0.5;
+  opt.phase_seconds = 1.0;
   opt.output_bytes = uint64_t{256} << 20;
   opt.tree_entries = 20000;
   opt.hold_bytes = uint64_t{1} << 30;
@@ -104,15 +104,8 @@ void apply_quick(options& opt) {
   opt.chunk_runs = 8;
 }
 
-} // namespace
-
-} // namespace sandbox::bench
-
-int main(int argc, char** argv) {
-  using namespace sandbox::bench;
-  // A child of a scenario: do the helper's job before anything else.
-  if (argc == 3 && std::string{argv[1]} == "--helper")
-    return run_helper(argv[2]);
+/// Parses the command line, runs the selected groups and reports.
+int run_load(int argc, char** argv) {
   auto groups = all_groups();
   std::vector<std::string> names;
   for (auto& g : groups)
@@ -134,12 +127,20 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_dir, "directory of results.csv and the plots")
     ->capture_default_str();
   app.add_option("--seconds", seconds, "length of one timed phase "
-                                       "(default 3, 0.5 with --quick)");
+                                       "(default 3, 1 with --quick)");
   app.add_option("--grace-ms", grace_ms, "grace period of the stop plan")
     ->capture_default_str()
     ->check(CLI::Range(0L, 60000L));
   app.add_flag("--no-plots", no_plots, "do not run gnuplot");
+  bool registered_only = false;
+  app.add_flag("--diag-no-reap-all", registered_only,
+               "diagnostic: run nodes with reap_all_orphans off (a node "
+               "that is only a node runs with it on)");
   app.add_flag("--list", list, "list the scenario groups and exit");
+  size_t sessions = 0;
+  app.add_option("--sessions", sessions,
+                 "sessions created and stopped by scenario 8 (default "
+                 "1000; the node load test of issue 4 uses 10000)");
   CLI11_PARSE(app, argc, argv);
   if (list) {
     for (auto& g : groups)
@@ -151,7 +152,10 @@ int main(int argc, char** argv) {
     apply_quick(opt);
   if (seconds > 0)
     opt.phase_seconds = seconds;
+  if (sessions > 0)
+    opt.sessions = sessions;
   opt.grace = std::chrono::milliseconds{grace_ms};
+  opt.reap_all_orphans = !registered_only;
   opt.self_exe = self_exe();
   const char* tmp = std::getenv("TMPDIR");
   auto tmpl = fmt::format("{}/sandbox-bench-XXXXXX",
@@ -167,8 +171,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto machine = machine_description();
-  std::printf("sandbox-load%s\n%s\n", opt.quick ? " --quick" : "",
-              machine.c_str());
+  std::printf("sandbox-load%s%s\n%s\n", opt.quick ? " --quick" : "",
+              registered_only ? " --diag-no-reap-all" : "", machine.c_str());
   std::fflush(stdout);
   std::vector<row> rows;
   bool failed = false;
@@ -214,4 +218,15 @@ int main(int argc, char** argv) {
   if (!no_plots)
     render_plots(rows, out_dir);
   return failed ? 1 : 0;
+}
+
+} // namespace
+
+} // namespace sandbox::bench
+
+int main(int argc, char** argv) {
+  // A child of a scenario: do the helper's job before anything else.
+  if (argc == 3 && std::string{argv[1]} == "--helper")
+    return sandbox::bench::run_helper(argv[2]);
+  return sandbox::bench::run_load(argc, argv);
 }

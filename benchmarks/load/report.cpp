@@ -132,7 +132,10 @@ bool write_data(const std::string& path, const std::vector<row>& rows,
   return n > 0;
 }
 
-constexpr const char* plot_header = R"(if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) {
+// The common head of the generated gnuplot script.
+constexpr const char* plot_header = R"(
+has_cairo = strstrt(GPVAL_TERMINALS, "pngcairo") > 0
+if (has_cairo) {
   set terminal pngcairo noenhanced size 900,520 font ",10"
 } else {
   set terminal png noenhanced size 900,520
@@ -149,7 +152,9 @@ set yrange [0:*]
 std::string plot_script(const std::string& dir, const std::string& stamp,
                         bool exec, bool ratios, bool latency, bool stop) {
   std::string s = plot_header;
-  auto q = [&](const std::string& name) { return "'" + dir + "/" + name + "'"; };
+  auto q = [&](const std::string& name) {
+    return "'" + dir + "/" + name + "'";
+  };
   if (exec)
     s += fmt::format(
       "set output {}\n"
@@ -164,9 +169,10 @@ std::string plot_script(const std::string& dir, const std::string& stamp,
       "set title 'ours / baseline, throughput rows (higher is better; "
       "1 = as fast as raw) ({})'\n"
       "set ylabel 'ratio'\nset xtics rotate by -30\nunset key\n"
+      "set yrange [0:1.2<*]\n"
       "plot {} using 2:xtic(1) title 'ours / baseline', 1 with lines "
       "dt 2 lc rgb 'black' notitle\n"
-      "set xtics norotate\nset key top left\n",
+      "set xtics norotate\nset key top left\nset yrange [0:*]\n",
       q("ratios.png"), stamp, q("ratios.dat"));
   if (latency)
     s += fmt::format(
@@ -181,9 +187,9 @@ std::string plot_script(const std::string& dir, const std::string& stamp,
       "set output {}\n"
       "set title 'Scenario 9: stop request until every child is reaped "
       "({})'\n"
-      "set ylabel 'ms'\n"
+      "set ylabel 'ms (log scale)'\nset logscale y\nset yrange [1:*]\n"
       "plot {} using 2:xtic(1) title 'session stop', '' using 3 title "
-      "'raw kill + waitpid'\n",
+      "'raw kill + waitpid'\nunset logscale y\nset yrange [0:*]\n",
       q("stop.png"), stamp, q("stop.dat"));
   return s;
 }
@@ -295,8 +301,14 @@ bool render_plots(const std::vector<row>& rows, const std::string& dir_in) {
                 script_path.c_str());
     return false;
   }
-  std::printf("plots: %s/{exec_throughput,ratios,latency,stop}.png\n",
-              dir.c_str());
+  std::string made;
+  for (auto [name, ok] : {std::pair{"exec_throughput", exec},
+                          std::pair{"ratios", ratios},
+                          std::pair{"latency", latency},
+                          std::pair{"stop", stop}})
+    if (ok)
+      made += fmt::format("{}{}.png", made.empty() ? "" : ", ", name);
+  std::printf("plots in %s: %s\n", dir.c_str(), made.c_str());
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +29,7 @@ actors::runtime_config node_config(const options& opt) {
   actors::runtime_config cfg;
   // The load generator is only a node: every orphan re-parented to it is
   // its own.
-  cfg.reap_all_orphans = true;
+  cfg.reap_all_orphans = opt.reap_all_orphans;
   cfg.stop.grace = opt.grace;
   return cfg;
 }
@@ -63,7 +64,8 @@ double percentile(std::vector<double> xs, double q) {
   if (xs.empty())
     return std::numeric_limits<double>::quiet_NaN();
   std::sort(xs.begin(), xs.end());
-  auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(xs.size())));
+  auto n = static_cast<double>(xs.size());
+  auto rank = static_cast<size_t>(std::ceil(q * n));
   rank = std::clamp<size_t>(rank, 1, xs.size());
   return xs[rank - 1];
 }
@@ -104,6 +106,19 @@ uint64_t heap_in_use() {
   auto info = ::mallinfo2();
   return static_cast<uint64_t>(info.uordblks)
          + static_cast<uint64_t>(info.hblkhd);
+}
+
+cpu_time cpu_now() {
+  auto secs = [](const rusage& u) {
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
+           + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec)
+               / 1e6;
+  };
+  rusage self{};
+  rusage children{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  return {secs(self), secs(children)};
 }
 
 size_t thread_count() {
