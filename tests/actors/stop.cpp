@@ -98,7 +98,9 @@ CAF_TEST(stopping a session with 256 running children ends them all) {
   }
   auto receipt = s.stop();
   SANDBOX_REQUIRE_OK(receipt);
-  CAF_CHECK(receipt->ended >= 256u);
+  // Every child, plus the background grandchild of every second one.
+  CAF_CHECK(receipt->ended >= 256u + 128u);
+  CAF_MESSAGE("ended " << receipt->ended << ", killed " << receipt->killed);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }
