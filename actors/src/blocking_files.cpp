@@ -3,73 +3,27 @@
 #include <utility>
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include <fmt/format.h>
 
+#include "blocking_ask.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 
 namespace sandbox::actors {
 
 namespace {
 
-/// Sends `xs...` to `dest` from `self` and waits for one answer of type `T`.
-template <class T, class... Ts>
-result<T> ask_as(caf::scoped_actor& self, const filesystem_actor& dest,
-                 Ts&&... xs) {
-  result<T> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive([&](T& x) { out = std::move(x); },
-             [&](caf::error& err) { out = from_caf(err); });
-  return out;
-}
-
-/// As `ask_as`, from a scoped actor of its own.
-template <class T, class... Ts>
-result<T> ask(caf::actor_system& sys, const filesystem_actor& dest,
-              Ts&&... xs) {
-  caf::scoped_actor self{sys};
-  return ask_as<T>(self, dest, std::forward<Ts>(xs)...);
-}
-
-/// As `ask`, for requests answered with `ok_atom` or `ack_atom`.
-template <class Ack, class... Ts>
-result<void> ask_ack(caf::scoped_actor& self, const filesystem_actor& dest,
-                     Ts&&... xs) {
-  result<void> out;
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive([](Ack) {}, [&](caf::error& err) { out = from_caf(err); });
-  return out;
-}
+using detail::ask;
+using detail::ask_ack;
+using detail::ask_as;
+using detail::relay_request;
 
 write_options make_options(std::optional<std::string> if_version) {
   write_options opts;
   if (if_version)
     opts.if_version = std::move(*if_version);
   return opts;
-}
-
-/// Makes a streaming request on behalf of `self`: the calling thread is the
-/// sink, and a small relay actor makes the request and hands the reply (the
-/// done) back, so that items (requests to us) and the done arrive in one
-/// mailbox and can be received in one loop.
-template <class Done, class... Ts>
-void relay_request(caf::actor_system& sys, caf::scoped_actor& self,
-                   const filesystem_actor& dest, Ts... xs) {
-  auto me = caf::actor_cast<caf::actor>(self);
-  sys.spawn([=](caf::event_based_actor* relay) {
-    relay->request(dest, caf::infinite, xs...)
-      .then(
-        [=](Done& done) {
-          relay->send(me, std::move(done));
-          relay->quit();
-        },
-        [=](caf::error& err) {
-          relay->send(me, std::move(err));
-          relay->quit();
-        });
-  });
 }
 
 } // namespace

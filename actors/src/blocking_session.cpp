@@ -1,8 +1,8 @@
 #include "sandbox/actors/blocking_session.hpp"
 
-#include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "blocking_ask.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/session.hpp"
 
@@ -39,26 +39,9 @@ sandbox::error from_caf(const caf::error& err) {
 
 namespace {
 
-/// Blocking request helper: sends `xs...` to `dest` and waits for one
-/// answer of type `T`.
-template <class T, class Handle, class... Ts>
-result<T> ask(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
-  caf::scoped_actor self{sys};
-  result<T> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive([&](T& x) { out = std::move(x); },
-             [&](caf::error& err) { out = from_caf(err); });
-  return out;
-}
-
-template <class Handle, class... Ts>
-result<void> ask_ok(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
-  caf::scoped_actor self{sys};
-  result<void> out;
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive([&](ok_atom) {}, [&](caf::error& err) { out = from_caf(err); });
-  return out;
-}
+using detail::ask;
+using detail::ask_ok;
+using detail::relay_request;
 
 /// Runs a streaming request: the calling thread is the chunk sink, and a
 /// small relay actor makes the request and hands the result back, so that
@@ -70,20 +53,7 @@ result<exec_result> stream_request(caf::actor_system& sys,
                                    Ts... xs) {
   caf::scoped_actor self{sys};
   auto sink = caf::actor_cast<chunk_sink>(self);
-  auto me = caf::actor_cast<caf::actor>(self);
-  sys.spawn([=](caf::event_based_actor* relay) {
-    relay
-      ->request(session, caf::infinite, xs..., sink)
-      .then(
-        [=](exec_result& r) {
-          relay->send(me, std::move(r));
-          relay->quit();
-        },
-        [=](caf::error& err) {
-          relay->send(me, std::move(err));
-          relay->quit();
-        });
-  });
+  relay_request<exec_result>(sys, self, session, xs..., sink);
   result<exec_result> out = sandbox::error{errc::aborted, "no result"};
   bool done = false;
   self->receive_while([&] { return !done; })(

@@ -4,9 +4,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
@@ -99,6 +101,28 @@ result<std::string> absolute(self_ptr self, std::string_view op,
   return fs::resolve(st.working_directory, path);
 }
 
+/// Runs the one-shot file operation `op` on the absolute form of `path`
+/// and makes its outcome the reply: the value (`ok` for an operation that
+/// returns none), or the error of resolving `path` or of `op` itself.
+template <class F>
+auto on_path(self_ptr self, std::string_view verb, const std::string& path,
+             F op) {
+  using value_type = typename std::decay_t<decltype(op(
+    std::declval<const std::string&>()))>::value_type;
+  using reply_type
+    = std::conditional_t<std::is_void_v<value_type>, ok_atom, value_type>;
+  auto abs = absolute(self, verb, path);
+  if (!abs)
+    return caf::result<reply_type>{to_caf(abs.error())};
+  auto outcome = op(*abs);
+  if (!outcome)
+    return caf::result<reply_type>{to_caf(outcome.error())};
+  if constexpr (std::is_void_v<value_type>)
+    return caf::result<reply_type>{ok_atom_v};
+  else
+    return caf::result<reply_type>{std::move(*outcome)};
+}
+
 std::optional<std::string> to_std(const caf::optional<std::string>& x) {
   if (x)
     return *x;
@@ -145,6 +169,19 @@ caf::error no_such_write(uint64_t id) {
                          fmt::format("write #{}: no open write with this id "
                                      "(committed, aborted or never opened)",
                                      id));
+}
+
+/// Finds the open write `id` for its next chunk or its commit, or explains
+/// why it cannot go on: the session is stopped or no write has this id.
+caf::expected<std::map<uint64_t, write_slot>::iterator>
+find_write(self_ptr self, uint64_t id) {
+  auto& st = self->state;
+  if (st.stopped)
+    return stopped_error(fmt::format("write #{}", id));
+  auto i = st.writes.find(id);
+  if (i == st.writes.end())
+    return no_such_write(id);
+  return i;
 }
 
 // -- read streams -------------------------------------------------------------
@@ -239,23 +276,13 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
   });
   return {
     [self](read_atom, const std::string& path) -> caf::result<std::string> {
-      auto abs = absolute(self, "read", path);
-      if (!abs)
-        return to_caf(abs.error());
-      auto bytes = fs::read_file(*abs);
-      if (!bytes)
-        return to_caf(bytes.error());
-      return std::move(*bytes);
+      return on_path(self, "read", path, fs::read_file);
     },
     [self](read_text_atom, const std::string& path, uint64_t start_line,
            uint64_t end_line) -> caf::result<std::string> {
-      auto abs = absolute(self, "read", path);
-      if (!abs)
-        return to_caf(abs.error());
-      auto text = fs::read_text(*abs, start_line, end_line);
-      if (!text)
-        return to_caf(text.error());
-      return std::move(*text);
+      return on_path(self, "read", path, [=](const std::string& abs) {
+        return fs::read_text(abs, start_line, end_line);
+      });
     },
     [self](read_stream_atom, const std::string& path, uint32_t chunk_size,
            byte_sink& sink) -> caf::result<uint64_t> {
@@ -279,13 +306,9 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
     },
     [self](write_atom, const std::string& path, const std::string& bytes,
            const write_options& opts) -> caf::result<ok_atom> {
-      auto abs = absolute(self, "write", path);
-      if (!abs)
-        return to_caf(abs.error());
-      auto written = fs::write_file(*abs, bytes, to_std(opts.if_version));
-      if (!written)
-        return to_caf(written.error());
-      return ok_atom_v;
+      return on_path(self, "write", path, [&](const std::string& abs) {
+        return fs::write_file(abs, bytes, to_std(opts.if_version));
+      });
     },
     [self](open_write_atom, const std::string& path,
            const write_options& opts) -> caf::result<uint64_t> {
@@ -304,29 +327,23 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
     },
     [self](write_atom, uint64_t id,
            const std::string& chunk) -> caf::result<ack_atom> {
-      auto& st = self->state;
-      if (st.stopped)
-        return stopped_error(fmt::format("write #{}", id));
-      auto i = st.writes.find(id);
-      if (i == st.writes.end())
-        return no_such_write(id);
-      if (auto ok = i->second.writer.write(chunk); !ok) {
+      auto i = find_write(self, id);
+      if (!i)
+        return std::move(i.error());
+      if (auto ok = (*i)->second.writer.write(chunk); !ok) {
         // The temporary file is incomplete: drop it now rather than on
         // commit, so that the disk space comes back at once.
-        release(self, i);
+        release(self, *i);
         return to_caf(ok.error());
       }
       return ack_atom_v;
     },
     [self](commit_atom, uint64_t id) -> caf::result<ok_atom> {
-      auto& st = self->state;
-      if (st.stopped)
-        return stopped_error(fmt::format("write #{}", id));
-      auto i = st.writes.find(id);
-      if (i == st.writes.end())
-        return no_such_write(id);
-      auto committed = i->second.writer.commit();
-      release(self, i);
+      auto i = find_write(self, id);
+      if (!i)
+        return std::move(i.error());
+      auto committed = (*i)->second.writer.commit();
+      release(self, *i);
       if (!committed)
         return to_caf(committed.error());
       return ok_atom_v;
@@ -340,22 +357,11 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
       return ok_atom_v;
     },
     [self](remove_atom, const std::string& path) -> caf::result<ok_atom> {
-      auto abs = absolute(self, "remove", path);
-      if (!abs)
-        return to_caf(abs.error());
-      if (auto removed = fs::remove_file(*abs); !removed)
-        return to_caf(removed.error());
-      return ok_atom_v;
+      return on_path(self, "remove", path, fs::remove_file);
     },
     [self](list_files_atom, const std::string& path)
       -> caf::result<std::vector<fs::dir_entry>> {
-      auto abs = absolute(self, "list", path);
-      if (!abs)
-        return to_caf(abs.error());
-      auto entries = fs::list_files(*abs);
-      if (!entries)
-        return to_caf(entries.error());
-      return std::move(*entries);
+      return on_path(self, "list", path, fs::list_files);
     },
     [self](list_atom, const std::string& path, uint32_t max_depth,
            frame_sink& sink) -> caf::result<list_done> {
@@ -377,13 +383,7 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
       return job->rp;
     },
     [self](stat_atom, const std::string& path) -> caf::result<fs::file_stat> {
-      auto abs = absolute(self, "stat", path);
-      if (!abs)
-        return to_caf(abs.error());
-      auto st = fs::stat_path(*abs);
-      if (!st)
-        return to_caf(st.error());
-      return std::move(*st);
+      return on_path(self, "stat", path, fs::stat_path);
     },
     [self](stop_atom) {
       auto& st = self->state;

@@ -19,6 +19,7 @@
 
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/runtime.hpp"
+#include "sandbox/proc_stats.hpp"
 
 namespace sandbox::bench {
 
@@ -124,11 +125,8 @@ double percentile(std::vector<double> xs, double q);
 
 // -- memory -------------------------------------------------------------------
 
-/// Resident memory of this process in bytes (from /proc/self/statm).
-uint64_t resident_bytes();
-
-/// Peak resident memory (VmHWM) in bytes.
-uint64_t peak_resident_bytes();
+// resident_bytes(), peak_resident_bytes() and thread_count() come from
+// sandbox/proc_stats.hpp.
 
 /// Heap bytes in use (malloc's view over all arenas, mmapped chunks
 /// included): unlike RSS, not hidden by memory freed earlier and reused.
@@ -142,9 +140,6 @@ struct cpu_time {
 
 /// Reads getrusage for this process and its children.
 cpu_time cpu_now();
-
-/// Threads of this process.
-size_t thread_count();
 
 /// Measures the peak resident memory of a phase: VmHWM is reset at start
 /// (clear_refs "5"), and a sampler reads statm every few milliseconds in

@@ -15,9 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -70,38 +68,6 @@ double percentile(std::vector<double> xs, double q) {
   return xs[rank - 1];
 }
 
-uint64_t resident_bytes() {
-  long pages = 0;
-  long resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<uint64_t>(resident)
-         * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
-namespace {
-
-/// Reads one "Key:   value" line of /proc/self/status as a number.
-uint64_t status_field(const char* key) {
-  std::ifstream in{"/proc/self/status"};
-  std::string line;
-  auto len = std::strlen(key);
-  while (std::getline(in, line))
-    if (line.compare(0, len, key) == 0 && line.size() > len
-        && line[len] == ':')
-      return std::strtoull(line.c_str() + len + 1, nullptr, 10);
-  return 0;
-}
-
-} // namespace
-
-uint64_t peak_resident_bytes() {
-  return status_field("VmHWM") * 1024;
-}
-
 uint64_t heap_in_use() {
   auto info = ::mallinfo2();
   return static_cast<uint64_t>(info.uordblks)
@@ -119,10 +85,6 @@ cpu_time cpu_now() {
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
   return {secs(self), secs(children)};
-}
-
-size_t thread_count() {
-  return static_cast<size_t>(status_field("Threads"));
 }
 
 struct peak_meter::impl {

@@ -399,10 +399,10 @@ CAF_TEST(no operation leaves a file descriptor open) {
     (void) files.stat("fd");
   };
   round();
-  auto before = sandbox::test::open_fds();
+  auto before = sandbox::open_fd_count();
   for (int i = 0; i < 5; ++i)
     round();
-  CAF_CHECK_EQUAL(sandbox::test::open_fds(), before);
+  CAF_CHECK_EQUAL(sandbox::open_fd_count(), before);
   CAF_CHECK_EQUAL(temp_files_in(wd), 0u);
 }
 

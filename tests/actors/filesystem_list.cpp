@@ -238,7 +238,7 @@ CAF_TEST(R16 a 200000 entry tree lists in bounded memory) {
         CAF_FAIL("cannot link " << name);
     }
   }
-  auto before = sandbox::test::resident_bytes();
+  auto before = sandbox::resident_bytes();
   size_t peak = before;
   uint64_t frames = 0;
   uint64_t files_seen = 0;
@@ -246,7 +246,7 @@ CAF_TEST(R16 a 200000 entry tree lists in bounded memory) {
   bool ordered = true;
   auto done = files.list("big", 2, [&](const fs::frame& f) {
     if (++frames % 4096 == 0)
-      peak = std::max(peak, sandbox::test::resident_bytes());
+      peak = std::max(peak, sandbox::resident_bytes());
     if (f.kind == fs::file_kind::file)
       ++files_seen;
     // Pre-order with sorted siblings: the paths ascend.
@@ -255,7 +255,7 @@ CAF_TEST(R16 a 200000 entry tree lists in bounded memory) {
     last = f.path;
     return true;
   });
-  peak = std::max(peak, sandbox::test::resident_bytes());
+  peak = std::max(peak, sandbox::resident_bytes());
   CAF_CHECK(!done.error);
   CAF_CHECK_EQUAL(done.count, uint64_t{dirs} * per_dir + dirs);
   CAF_CHECK_EQUAL(frames, done.count);

@@ -8,7 +8,7 @@
 #include "filesystem_fixture.hpp"
 
 using sandbox::errc;
-using sandbox::test::resident_bytes;
+using sandbox::resident_bytes;
 namespace actors = sandbox::actors;
 
 namespace {

@@ -12,21 +12,10 @@
 #include <string>
 
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/proc_stats.hpp"
 #include "sandbox/process_tree.hpp"
 
 namespace sandbox::test {
-
-/// Counts the open file descriptors of this process.
-inline size_t open_fds() {
-  size_t n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (auto* e = ::readdir(d))
-      if (e->d_name[0] != '.')
-        ++n;
-    ::closedir(d);
-  }
-  return n - 1; // the directory stream itself
-}
 
 /// Counts descriptors that stay open. The reactor holds one or two for a
 /// moment while it scans /proc (after each SIGCHLD), so a sample may be high
@@ -35,41 +24,12 @@ inline size_t open_fds() {
 /// real leak never comes back down.
 template <class Session>
 size_t settled_fds(Session& s, size_t expected) {
-  size_t best = open_fds();
+  size_t best = open_fd_count();
   for (int i = 0; i < 500 && best > expected; ++i) {
     (void) s.info();
-    best = std::min(best, open_fds());
+    best = std::min(best, open_fd_count());
   }
   return best;
-}
-
-/// Describes the open file descriptors (for failure messages).
-inline std::string describe_fds() {
-  std::string out;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.')
-        continue;
-      char target[256] = {0};
-      auto path = std::string{"/proc/self/fd/"} + e->d_name;
-      auto n = ::readlink(path.c_str(), target, sizeof(target) - 1);
-      out += std::string{e->d_name} + "->" + (n > 0 ? target : "?") + " ";
-    }
-    ::closedir(d);
-  }
-  return out;
-}
-
-/// Resident memory of this process in bytes.
-inline size_t resident_bytes() {
-  long pages = 0;
-  long resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<size_t>(resident) * static_cast<size_t>(::getpagesize());
 }
 
 /// Live processes whose environment carries `marker` (KEY=VALUE prefix).

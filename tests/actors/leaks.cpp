@@ -3,7 +3,7 @@
 
 #include "fixture.hpp"
 
-using sandbox::test::resident_bytes;
+using sandbox::resident_bytes;
 
 CAF_TEST_FIXTURE_SCOPE(leak_tests, sandbox::test::node_fixture)
 

@@ -18,6 +18,22 @@ struct cli_result {
   std::string out;
 };
 
+/// Runs the shell command `cmd` through /bin/sh and captures its stdout and
+/// exit status (128 + the signal number when a signal ended the shell).
+inline cli_result run_shell(const std::string& cmd) {
+  cli_result r;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (f == nullptr)
+    return r;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    r.out.append(buf, n);
+  int st = ::pclose(f);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
 /// Runs `sandbox <args>` (a shell fragment) and captures stdout (and
 /// stderr when `merge_stderr`).
 inline cli_result sandbox_cli(const std::string& args,
@@ -25,17 +41,7 @@ inline cli_result sandbox_cli(const std::string& args,
   std::string cmd = std::string{SANDBOX_CLI} + " " + args;
   if (merge_stderr)
     cmd += " 2>&1";
-  cli_result r;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (f == nullptr)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
-    r.out.append(buf, n);
-  int st = ::pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
+  return run_shell(cmd);
 }
 
 /// Splits JSON-lines output.

@@ -66,18 +66,8 @@ struct cli_files_fixture {
   run_result run(const std::string& args, const std::string& prefix = "") {
     auto cmd = "cd '" + wd + "' && TMPDIR='" + root + "/tmp' " + prefix + " "
                + SANDBOX_CLI + " " + args + " 2>'" + root + "/err'";
-    run_result r;
-    FILE* f = ::popen(cmd.c_str(), "r");
-    if (f == nullptr)
-      return r;
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
-      r.out.append(buf, n);
-    int st = ::pclose(f);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.err = slurp(root + "/err");
-    return r;
+    auto shell = sandbox::test::run_shell(cmd);
+    return {shell.status, std::move(shell.out), slurp(root + "/err")};
   }
 };
 

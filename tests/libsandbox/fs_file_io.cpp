@@ -9,15 +9,16 @@
 
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/stat.hpp"
+#include "sandbox/proc_stats.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 
+using sandbox::open_fd_count;
 using sandbox::fs::file_reader;
 using sandbox::fs::read_file;
 using sandbox::fs::read_text;
 using sandbox::fs::remove_file;
 using sandbox::fs::testing::code_of;
-using sandbox::fs::testing::open_fds;
 using sandbox::fs::testing::run_unprivileged;
 using sandbox::fs::testing::temp_dir_fixture;
 
@@ -216,7 +217,7 @@ CAF_TEST(no descriptor is left open on any path) {
   mkdir("d");
   CAF_REQUIRE_EQUAL(::mkfifo(path("fifo").c_str(), 0600), 0);
   auto version = sandbox::fs::stat_path(path("f"))->version;
-  auto before = open_fds();
+  auto before = open_fd_count();
   for (auto p : {"f", "d", "fifo", "missing", "f/x"}) {
     read_file(path(p));
     read_text(path(p), 1, 1);
@@ -247,7 +248,7 @@ CAF_TEST(no descriptor is left open on any path) {
   }
   remove_file(path("missing"));
   remove_file(path("d"));
-  CAF_CHECK_EQUAL(open_fds(), before);
+  CAF_CHECK_EQUAL(open_fd_count(), before);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -70,16 +70,6 @@ std::string code_of(const result<T>& res) {
   return res ? std::string{"ok"} : std::string{to_string(res.error().code)};
 }
 
-/// Counts the descriptors open in this process (the count includes the one
-/// used to list /proc/self/fd, consistently).
-inline size_t open_fds() {
-  size_t n = 0;
-  for ([[maybe_unused]] auto& entry :
-       std::filesystem::directory_iterator("/proc/self/fd"))
-    ++n;
-  return n;
-}
-
 /// Runs `check` in a child process as an unprivileged user (nobody), since
 /// root ignores permission bits. Returns the child's verdict, or nullopt
 /// when privileges cannot be dropped (the caller then skips the check).

@@ -8,13 +8,14 @@
 #include <unistd.h>
 
 #include "sandbox/fs/listing.hpp"
+#include "sandbox/proc_stats.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 
+using sandbox::open_fd_count;
 using sandbox::fs::dir_entry;
 using sandbox::fs::list_files;
 using sandbox::fs::testing::code_of;
-using sandbox::fs::testing::open_fds;
 using sandbox::fs::testing::run_unprivileged;
 using sandbox::fs::testing::temp_dir_fixture;
 
@@ -135,7 +136,7 @@ CAF_TEST(permission errors propagate as themselves) {
 CAF_TEST(listing leaves no descriptor open) {
   // DESIGN §7: neither success nor failure leaks descriptors.
   put("f", "x");
-  auto before = open_fds();
+  auto before = open_fd_count();
   for (auto p : {"", "/f", "/missing"})
     list_files(dir + p);
   for (auto depth : {0u, 1u, 2u}) {
@@ -147,7 +148,7 @@ CAF_TEST(listing leaves no descriptor open) {
       }
     }
   }
-  CAF_CHECK_EQUAL(open_fds(), before);
+  CAF_CHECK_EQUAL(open_fd_count(), before);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -2,7 +2,6 @@
 #include "caf/test/unit_test.hpp"
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,14 +11,16 @@
 #include <unistd.h>
 
 #include "sandbox/fs/listing.hpp"
+#include "sandbox/proc_stats.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 
+using sandbox::open_fd_count;
+using sandbox::resident_bytes;
 using sandbox::fs::file_kind;
 using sandbox::fs::frame;
 using sandbox::fs::tree_walker;
 using sandbox::fs::testing::code_of;
-using sandbox::fs::testing::open_fds;
 using sandbox::fs::testing::run_unprivileged;
 using sandbox::fs::testing::temp_dir_fixture;
 
@@ -48,18 +49,6 @@ std::vector<std::string> walk(const std::string& root, uint32_t max_depth) {
 }
 
 using strings = std::vector<std::string>;
-
-// Resident set size in bytes, from /proc/self/statm.
-long rss_bytes() {
-  long pages = 0;
-  long resident = 0;
-  if (auto* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
-      resident = 0;
-    std::fclose(f);
-  }
-  return resident * ::sysconf(_SC_PAGESIZE);
-}
 
 } // namespace
 
@@ -211,7 +200,7 @@ CAF_TEST(a deep tree keeps a single directory open) {
     mkdir(rel);
   }
   put("z", "");
-  auto fds_before = open_fds();
+  auto fds_before = open_fd_count();
   size_t max_fds = fds_before;
   auto walker = tree_walker::open(dir, depth + 1);
   CAF_REQUIRE(walker);
@@ -224,7 +213,7 @@ CAF_TEST(a deep tree keeps a single directory open) {
     if (!*item)
       break;
     paths.push_back((*item)->path);
-    max_fds = std::max(max_fds, open_fds());
+    max_fds = std::max(max_fds, open_fd_count());
   }
   CAF_REQUIRE_EQUAL(paths.size(), static_cast<size_t>(depth + 1));
   CAF_CHECK_EQUAL(paths[depth - 1], rel);
@@ -260,9 +249,9 @@ CAF_TEST(a large tree walks in bounded memory) {
   }
   CAF_REQUIRE_EQUAL(create_failures, 0);
   auto start = std::chrono::steady_clock::now();
-  auto fds_before = open_fds();
-  auto rss_before = rss_bytes();
-  long rss_peak = rss_before;
+  auto fds_before = open_fd_count();
+  auto rss_before = resident_bytes();
+  auto rss_peak = rss_before;
   size_t max_fds = fds_before;
   size_t count = 0;
   auto walker = tree_walker::open(path("tree"), 100);
@@ -275,13 +264,13 @@ CAF_TEST(a large tree walks in bounded memory) {
     if (!*item)
       break;
     if (++count % 1000 == 0) {
-      rss_peak = std::max(rss_peak, rss_bytes());
-      max_fds = std::max(max_fds, open_fds());
+      rss_peak = std::max(rss_peak, resident_bytes());
+      max_fds = std::max(max_fds, open_fd_count());
     }
   }
   auto elapsed = std::chrono::steady_clock::now() - start;
   CAF_CHECK_EQUAL(count, static_cast<size_t>(dirs * (files_per_dir + 1)));
-  CAF_CHECK_LESS(rss_peak - rss_before, 32L * 1024 * 1024);
+  CAF_CHECK_LESS(rss_peak - rss_before, size_t{32} * 1024 * 1024);
   // One open directory at a time: the walker adds a single descriptor.
   CAF_CHECK_LESS_OR_EQUAL(max_fds, fds_before + 1);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed);
