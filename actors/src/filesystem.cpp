@@ -54,7 +54,7 @@ struct filesystem_state {
   std::map<caf::actor_addr, size_t> owners;
 };
 
-using self_ptr = filesystem_actor::stateful_pointer<filesystem_state>;
+using self_ptr = filesystem_actor_impl::stateful_pointer<filesystem_state>;
 
 /// A read stream in progress (R12); owned by the continuation chain of its
 /// worker (only the worker's thread touches it).
@@ -260,7 +260,7 @@ void pump_list(self_ptr self, std::shared_ptr<list_job> job) {
       });
 }
 
-filesystem_actor::behavior_type
+filesystem_actor_impl::behavior_type
 filesystem_behavior(self_ptr self, std::string working_directory) {
   self->state.working_directory = std::move(working_directory);
   // The opener of a write went away: nobody can finish its writes.
@@ -401,7 +401,7 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
 
 } // namespace
 
-filesystem_actor spawn_filesystem(caf::actor_system& sys,
+filesystem_actor_impl spawn_filesystem(caf::actor_system& sys,
                                   std::string working_directory) {
   return sys.spawn<caf::detached>(filesystem_behavior,
                                   std::move(working_directory));

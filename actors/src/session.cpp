@@ -38,7 +38,7 @@ struct session_state {
   /// Process actors whose result is not yet collected, by address.
   std::map<caf::actor_addr, session_child> children;
   /// The filesystem worker; all file operations of the session.
-  filesystem_actor files;
+  filesystem_actor_impl files;
   /// Process groups of every child ever started (escapers stay in them).
   std::vector<pid_t> groups;
   bool stopped = false;

@@ -25,7 +25,7 @@ constexpr size_t max_list_batch = 256;
 /// buffers more than one chunk or batch. Open writes are aborted when the
 /// actor that opened them terminates, when the session stops, and when the
 /// worker goes away.
-filesystem_actor spawn_filesystem(caf::actor_system& sys,
+filesystem_actor_impl spawn_filesystem(caf::actor_system& sys,
                                   std::string working_directory);
 
 } // namespace sandbox::actors

@@ -306,7 +306,11 @@ using filesystem_actor = caf::typed_actor<
   caf::replies_to<list_atom, std::string, uint32_t,
                   frame_sink>::with<list_done>,
   // R17: metadata and version token of the path itself (lstat).
-  caf::replies_to<stat_atom, std::string>::with<fs::file_stat>,
+  caf::replies_to<stat_atom, std::string>::with<fs::file_stat>>;
+
+/// The full interface of the filesystem worker: the public one plus the
+/// order of its session, which only the session holds.
+using filesystem_actor_impl = filesystem_actor::extend<
   // The session was stopped: every later request fails with
   // `session_stopped`.
   caf::replies_to<stop_atom>::with<ok_atom>>;
