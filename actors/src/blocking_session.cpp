@@ -16,8 +16,8 @@ struct embedded_node::impl {
 };
 
 embedded_node::embedded_node(runtime_config cfg, node_config ncfg)
-  : impl_(std::make_unique<impl>()),
-    rt_(std::make_shared<runtime>(std::move(cfg))) {
+  : rt_(std::make_shared<runtime>(std::move(cfg))),
+    impl_(std::make_unique<impl>()) {
   node_ = spawn_node(impl_->sys, rt_, std::move(ncfg));
 }
 

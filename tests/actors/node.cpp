@@ -18,26 +18,40 @@ using namespace sandbox::actors;
 
 namespace {
 
-/// Holds a TCP port on 127.0.0.1 as an outside process would.
+/// Holds a TCP port on 127.0.0.1 as an outside process would; port 0 picks
+/// a free one (tests must not depend on fixed ports: suites run in
+/// parallel).
 struct port_holder {
   int fd = -1;
-  explicit port_holder(uint16_t port) {
+  uint16_t port = 0;
+  explicit port_holder(uint16_t wanted = 0) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
+    addr.sin_port = htons(wanted);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
-        || ::listen(fd, 1) != 0) {
+        || ::listen(fd, 1) != 0
+        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+             != 0) {
       ::close(fd);
       fd = -1;
+      return;
     }
+    port = ntohs(addr.sin_port);
   }
   ~port_holder() {
     if (fd >= 0)
       ::close(fd);
   }
 };
+
+/// A port that was free a moment ago.
+uint16_t free_port() {
+  port_holder probe;
+  return probe.port;
+}
 
 struct node_tests_fixture {
   test::temp_dir dir;
@@ -131,24 +145,27 @@ CAF_TEST(R18 1000 sessions created concurrently get distinct ports) {
 }
 
 CAF_TEST(R18 a port held by an outside process is never leased) {
-  port_holder held{45001};
+  port_holder held;
   CAF_REQUIRE(held.fd >= 0);
-  embedded_node node{rcfg(), ncfg(45000, 45002)};
-  auto a = blocking_session::create(node, scfg());
-  auto b = blocking_session::create(node, scfg());
-  SANDBOX_REQUIRE_OK(a);
-  SANDBOX_REQUIRE_OK(b);
-  auto pa = a->info()->port;
-  auto pb = b->info()->port;
-  CAF_CHECK_NOT_EQUAL(pa, 45001);
-  CAF_CHECK_NOT_EQUAL(pb, 45001);
+  // The held port is the only one in the range: nothing can be leased.
+  embedded_node node{rcfg(), ncfg(held.port, held.port)};
   auto c = blocking_session::create(node, scfg());
   CAF_REQUIRE(!c);
   CAF_CHECK(c.error().code == errc::port_unavailable);
+  CAF_CHECK(c.error().message.find(std::to_string(held.port))
+            != std::string::npos);
+  // Once the outside holder lets go, the port is leased.
+  ::close(held.fd);
+  held.fd = -1;
+  auto d = blocking_session::create(node, scfg());
+  SANDBOX_REQUIRE_OK(d);
+  auto port = d->info()->port;
+  CAF_CHECK_EQUAL(port, held.port);
 }
 
 CAF_TEST(R22 ports come back after stop) {
-  embedded_node node{rcfg(), ncfg(45100, 45100)};
+  auto only = free_port();
+  embedded_node node{rcfg(), ncfg(only, only)};
   auto a = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(a);
   auto port = a->info()->port;
@@ -197,7 +214,8 @@ CAF_TEST(R20 the restricted view shares the session process tracking) {
 
 CAF_TEST(R21 a failing on_first_create leaves no session process or lease) {
   std::string marker;
-  auto cfg = ncfg(45200, 45200);
+  auto only = free_port();
+  auto cfg = ncfg(only, only);
   cfg.on_first_create = [&marker](caf::actor_system& sys,
                                   restricted_session view) -> caf::error {
     caf::scoped_actor self{sys};
@@ -231,7 +249,8 @@ CAF_TEST(R21 a failing on_first_create leaves no session process or lease) {
 }
 
 CAF_TEST(R21 a passing on_first_create runs with the restricted view) {
-  auto cfg = ncfg(45300, 45300);
+  auto only = free_port();
+  auto cfg = ncfg(only, only);
   cfg.on_first_create = [](caf::actor_system& sys,
                            restricted_session view) -> caf::error {
     caf::scoped_actor self{sys};

@@ -39,8 +39,11 @@ public:
 
 private:
   struct impl;
-  std::unique_ptr<impl> impl_;
+  // Declared first, destroyed last: once the actor system is gone no actor
+  // holds the runtime any more, so the reactor is joined here, on the
+  // owner's thread, and never from one of its own threads.
   runtime_ptr rt_;
+  std::unique_ptr<impl> impl_;
   node_actor node_;
 };
 
