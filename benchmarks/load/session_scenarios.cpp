@@ -34,12 +34,22 @@ namespace {
 // -- scenario 8 ---------------------------------------------------------------
 
 /// What creating and stopping `n` things cost.
+/// Memory and threads of the node at one moment.
+struct footprint {
+  uint64_t rss = resident_bytes();
+  uint64_t heap = heap_in_use();
+  size_t threads = thread_count();
+};
+
 struct lifecycle {
   double create_seconds = 0;
   double stop_seconds = 0;
   uint64_t rss_growth = 0;
   uint64_t heap_growth = 0;
   size_t threads_added = 0;
+
+  /// Records how much memory and how many threads appeared since `before`.
+  void record_growth(const footprint& before);
 
   /// The larger of the two views, so reuse of freed memory cannot hide
   /// what the things cost.
@@ -53,6 +63,16 @@ struct lifecycle {
   }
 };
 
+void lifecycle::record_growth(const footprint& before) {
+  footprint after;
+  auto growth = [](auto now, auto then) {
+    return now > then ? now - then : 0;
+  };
+  rss_growth = growth(after.rss, before.rss);
+  heap_growth = growth(after.heap, before.heap);
+  threads_added = growth(after.threads, before.threads);
+}
+
 caf::behavior echo_actor(caf::event_based_actor*) {
   return {[](int32_t x) { return x; }};
 }
@@ -62,9 +82,7 @@ lifecycle bare_actors(caf::actor_system& sys, size_t n) {
   std::vector<caf::actor> actors;
   actors.reserve(n);
   lifecycle out;
-  auto rss0 = resident_bytes();
-  auto heap0 = heap_in_use();
-  auto threads0 = thread_count();
+  footprint before;
   auto start = clock::now();
   for (size_t i = 0; i < n; ++i) {
     actors.push_back(sys.spawn(echo_actor));
@@ -75,12 +93,7 @@ lifecycle bare_actors(caf::actor_system& sys, size_t n) {
                });
   }
   out.create_seconds = seconds_since(start);
-  auto rss1 = resident_bytes();
-  auto heap1 = heap_in_use();
-  out.rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
-  out.heap_growth = heap1 > heap0 ? heap1 - heap0 : 0;
-  auto threads1 = thread_count();
-  out.threads_added = threads1 > threads0 ? threads1 - threads0 : 0;
+  out.record_growth(before);
   start = clock::now();
   for (auto& a : actors) {
     self->monitor(a);
@@ -96,9 +109,7 @@ lifecycle sessions(actors::embedded_node& node, const options& opt,
   std::vector<actors::blocking_session> live;
   live.reserve(n);
   lifecycle out;
-  auto rss0 = resident_bytes();
-  auto heap0 = heap_in_use();
-  auto threads0 = thread_count();
+  footprint before;
   auto start = clock::now();
   for (size_t i = 0; i < n; ++i) {
     live.push_back(make_session(node, opt, fmt::format("{}{}", prefix, i)));
@@ -106,12 +117,7 @@ lifecycle sessions(actors::embedded_node& node, const options& opt,
       throw std::runtime_error("a new session does not answer info");
   }
   out.create_seconds = seconds_since(start);
-  auto rss1 = resident_bytes();
-  auto heap1 = heap_in_use();
-  out.rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
-  out.heap_growth = heap1 > heap0 ? heap1 - heap0 : 0;
-  auto threads1 = thread_count();
-  out.threads_added = threads1 > threads0 ? threads1 - threads0 : 0;
+  out.record_growth(before);
   start = clock::now();
   for (auto& s : live)
     stop_session(s);
