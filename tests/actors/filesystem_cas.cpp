@@ -6,7 +6,8 @@
 // of one file and commit at once. Exactly one wins per round, and the file
 // holds exactly the winner's bytes.
 
-#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,6 +24,28 @@ using sandbox::test::temp_files_in;
 namespace actors = sandbox::actors;
 
 namespace {
+
+/// Holds writer threads until every one is ready, then releases them
+/// together (blocking waits: no thread spins while others work).
+class start_gate {
+public:
+  explicit start_gate(int n) : waiting_(n) {
+  }
+
+  /// Called by each writer once it is ready; returns when all are.
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> guard{mtx_};
+    if (--waiting_ == 0)
+      cv_.notify_all();
+    else
+      cv_.wait(guard, [this] { return waiting_ == 0; });
+  }
+
+private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  int waiting_;
+};
 
 constexpr int rounds = 200;
 
@@ -70,8 +93,7 @@ struct cas_fixture : sandbox::test::files_fixture {
     int bad = 0;
     for (int r = 0; r < rounds; ++r) {
       auto v = files.stat("target").value().version;
-      std::atomic<int> ready{0};
-      std::atomic<bool> go{false};
+      start_gate gate{n};
       std::vector<int> outcome(static_cast<size_t>(n), 2);
       std::vector<std::thread> threads;
       for (int i = 0; i < n; ++i)
@@ -79,18 +101,13 @@ struct cas_fixture : sandbox::test::files_fixture {
           auto& f = writers[static_cast<size_t>(i)];
           auto w = f.open_write("target", v);
           auto ok = w && w->write(payload(r, i));
-          ++ready;
-          while (!go.load())
-            std::this_thread::yield();
+          gate.arrive_and_wait();
           if (!ok)
             return;
           auto res = w->commit();
           outcome[static_cast<size_t>(i)]
             = res ? 0 : res.error().code == errc::conflict ? 1 : 2;
         });
-      while (ready.load() < n)
-        std::this_thread::yield();
-      go = true;
       for (auto& t : threads)
         t.join();
       int wins = 0;
