@@ -6,6 +6,8 @@
 
 #include <utility>
 
+#include <caf/detail/type_traits.hpp>
+
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
@@ -21,6 +23,36 @@ result<T> ask_as(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   result<T> out = sandbox::error{errc::aborted, "no answer"};
   self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
     .receive([&](T& x) { out = std::move(x); },
+             [&](caf::error& err) { out = from_caf(err); });
+  return out;
+}
+
+/// Turns the values of one answer into a `result<R>` with `f`; CAF finds
+/// the answer's types from `f`'s parameters (`Args`).
+template <class R, class F, class Args>
+struct reply_to_result;
+
+template <class R, class F, class... Args>
+struct reply_to_result<R, F, caf::detail::type_list<Args...>> {
+  result<R>* out;
+  F* f;
+  void operator()(Args... xs) {
+    *out = (*f)(std::forward<Args>(xs)...);
+  }
+};
+
+/// Sends `xs...` to `dest` from a scoped actor of its own and waits for
+/// one answer, which `f` (taking the answer's values, e.g.
+/// `(session_actor&, session_info&)`) turns into the `R` returned. A failed
+/// request becomes its sandbox error (see `from_caf`).
+template <class R, class Handle, class F, class... Ts>
+result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f,
+                  Ts&&... xs) {
+  using args = typename caf::detail::get_callable_trait<F>::arg_types;
+  caf::scoped_actor self{sys};
+  result<R> out = sandbox::error{errc::aborted, "no answer"};
+  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
+    .receive(reply_to_result<R, F, args>{&out, &f},
              [&](caf::error& err) { out = from_caf(err); });
   return out;
 }
@@ -70,6 +102,32 @@ void relay_request(caf::actor_system& sys, caf::scoped_actor& self,
           relay->quit();
         });
   });
+}
+
+/// Runs the streaming request `xs..., sink` to `dest` with the calling
+/// thread as the sink (a `Sink` handle to a scoped actor of its own):
+/// `on_item` answers each item the worker sends (an `ack_atom`, or an error
+/// to cancel), and the one reply (`Done`, or the error that ended the
+/// stream) is the result. The one receive loop of every streaming call of
+/// the facades.
+template <class Sink, class Done, class Handle, class OnItem, class... Ts>
+result<Done> ask_stream(caf::actor_system& sys, const Handle& dest,
+                        OnItem on_item, Ts... xs) {
+  caf::scoped_actor self{sys};
+  relay_request<Done>(sys, self, dest, xs..., caf::actor_cast<Sink>(self));
+  result<Done> out = sandbox::error{errc::aborted, "no answer"};
+  bool done = false;
+  self->receive_while([&] { return !done; })(
+    on_item,
+    [&](Done& x) {
+      out = std::move(x);
+      done = true;
+    },
+    [&](caf::error& err) {
+      out = from_caf(err);
+      done = true;
+    });
+  return out;
 }
 
 } // namespace sandbox::actors::detail

@@ -17,7 +17,9 @@ namespace {
 using detail::ask;
 using detail::ask_ack;
 using detail::ask_as;
-using detail::relay_request;
+using detail::ask_map;
+using detail::ask_ok;
+using detail::ask_stream;
 
 write_options make_options(std::optional<std::string> if_version) {
   write_options opts;
@@ -43,7 +45,8 @@ blocking_writer::blocking_writer(blocking_writer&& other) noexcept
     handle_(std::move(other.handle_)),
     id_(other.id_),
     bytes_(other.bytes_),
-    finished_(std::exchange(other.finished_, true)) {
+    finished_(std::exchange(other.finished_, true)),
+    failure_(std::move(other.failure_)) {
 }
 
 blocking_writer& blocking_writer::operator=(blocking_writer&& other) noexcept {
@@ -54,6 +57,7 @@ blocking_writer& blocking_writer::operator=(blocking_writer&& other) noexcept {
     id_ = other.id_;
     bytes_ = other.bytes_;
     finished_ = std::exchange(other.finished_, true);
+    failure_ = std::move(other.failure_);
   }
   return *this;
 }
@@ -62,24 +66,33 @@ blocking_writer::~blocking_writer() {
   abort();
 }
 
+sandbox::error blocking_writer::finished_error() const {
+  if (failure_)
+    return sandbox::error{failure_->code,
+                          fmt::format("write #{}: an earlier write failed: {}",
+                                      id_, failure_->message)};
+  return sandbox::error{errc::invalid_argument,
+                        fmt::format("write #{}: already finished", id_)};
+}
+
 result<void> blocking_writer::write(std::string chunk) {
   if (finished_)
-    return sandbox::error{errc::invalid_argument,
-                          fmt::format("write #{}: already finished", id_)};
+    return finished_error();
   auto n = chunk.size();
   auto out = ask_ack<ack_atom>(*self_, handle_, write_atom_v, id_,
                                std::move(chunk));
-  if (out)
+  if (out) {
     bytes_ += n;
-  else
+  } else {
     abort();
+    failure_ = out.error();
+  }
   return out;
 }
 
 result<void> blocking_writer::commit() {
   if (finished_)
-    return sandbox::error{errc::invalid_argument,
-                          fmt::format("write #{}: already finished", id_)};
+    return finished_error();
   finished_ = true;
   return ask_ack<ok_atom>(*self_, handle_, commit_atom_v, id_);
 }
@@ -108,36 +121,24 @@ result<std::string> blocking_files::read_text(const std::string& path,
 result<uint64_t> blocking_files::read_stream(const std::string& path,
                                              const byte_callback& on_chunk,
                                              uint32_t chunk_size) {
-  caf::scoped_actor self{*sys_};
-  relay_request<uint64_t>(*sys_, self, handle_, read_stream_atom_v, path,
-                          chunk_size, caf::actor_cast<byte_sink>(self));
-  result<uint64_t> out = sandbox::error{errc::aborted, "no answer"};
-  bool done = false;
-  self->receive_while([&] { return !done; })(
-    [&](chunk_atom, std::string& chunk) -> caf::result<ack_atom> {
-      if (on_chunk && !on_chunk(chunk))
-        return caf::make_error(errc::aborted,
-                               fmt::format("read {}: cancelled by the caller",
-                                           path));
-      return ack_atom_v;
-    },
-    [&](uint64_t total) {
-      out = total;
-      done = true;
-    },
-    [&](caf::error& err) {
-      out = from_caf(err);
-      done = true;
-    });
-  return out;
+  auto on_item = [&](chunk_atom,
+                     std::string& chunk) -> caf::result<ack_atom> {
+    if (on_chunk && !on_chunk(chunk))
+      return caf::make_error(errc::aborted,
+                             fmt::format("read {}: cancelled by the caller",
+                                         path));
+    return ack_atom_v;
+  };
+  return ask_stream<byte_sink, uint64_t>(*sys_, handle_, on_item,
+                                         read_stream_atom_v, path,
+                                         chunk_size);
 }
 
 result<void> blocking_files::write_file(const std::string& path,
                                         std::string bytes,
                                         std::optional<std::string> if_version) {
-  caf::scoped_actor self{*sys_};
-  return ask_ack<ok_atom>(self, handle_, write_atom_v, path, std::move(bytes),
-                          make_options(std::move(if_version)));
+  return ask_ok(*sys_, handle_, write_atom_v, path, std::move(bytes),
+                make_options(std::move(if_version)));
 }
 
 result<blocking_writer>
@@ -152,13 +153,11 @@ blocking_files::open_write(const std::string& path,
 }
 
 result<void> blocking_files::abort_write(uint64_t id) {
-  caf::scoped_actor self{*sys_};
-  return ask_ack<ok_atom>(self, handle_, abort_atom_v, id);
+  return ask_ok(*sys_, handle_, abort_atom_v, id);
 }
 
 result<void> blocking_files::remove_file(const std::string& path) {
-  caf::scoped_actor self{*sys_};
-  return ask_ack<ok_atom>(self, handle_, remove_atom_v, path);
+  return ask_ok(*sys_, handle_, remove_atom_v, path);
 }
 
 result<std::vector<fs::dir_entry>>
@@ -169,33 +168,28 @@ blocking_files::list_files(const std::string& path) {
 
 list_summary blocking_files::list(const std::string& path, uint32_t max_depth,
                                   const frame_callback& on_frame) {
-  caf::scoped_actor self{*sys_};
-  relay_request<list_done>(*sys_, self, handle_, list_atom_v, path, max_depth,
-                           caf::actor_cast<frame_sink>(self));
+  auto on_item = [&](frames_atom,
+                     std::vector<fs::frame>& batch) -> caf::result<ack_atom> {
+    if (on_frame)
+      for (auto& f : batch)
+        if (!on_frame(f))
+          return caf::make_error(errc::aborted,
+                                 fmt::format("list {}: cancelled by the "
+                                             "caller",
+                                             path));
+    return ack_atom_v;
+  };
+  auto done = ask_stream<frame_sink, list_done>(*sys_, handle_, on_item,
+                                                list_atom_v, path, max_depth);
   list_summary out;
-  bool done = false;
-  self->receive_while([&] { return !done; })(
-    [&](frames_atom, std::vector<fs::frame>& batch) -> caf::result<ack_atom> {
-      if (on_frame)
-        for (auto& f : batch)
-          if (!on_frame(f))
-            return caf::make_error(errc::aborted,
-                                   fmt::format("list {}: cancelled by the "
-                                               "caller",
-                                               path));
-      return ack_atom_v;
-    },
-    [&](list_done& d) {
-      out.count = d.count;
-      if (d.error)
-        out.error = from_caf(d.error);
-      done = true;
-    },
-    [&](caf::error& err) {
-      // The worker is gone (e.g. a remote node went away): still one done.
-      out.error = from_caf(err);
-      done = true;
-    });
+  if (!done) {
+    // The worker is gone (e.g. a remote node went away): still one done.
+    out.error = done.error();
+    return out;
+  }
+  out.count = done->count;
+  if (done->error)
+    out.error = from_caf(done->error);
   return out;
 }
 
@@ -205,13 +199,10 @@ result<fs::file_stat> blocking_files::stat(const std::string& path) {
 
 result<blocking_files> files_of(blocking_session& session) {
   auto& sys = session.handle().home_system();
-  caf::scoped_actor self{sys};
-  result<blocking_files> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(session.handle(), caf::infinite, files_atom_v)
-    .receive(
-      [&](filesystem_actor& h) { out = blocking_files{sys, std::move(h)}; },
-      [&](caf::error& err) { out = from_caf(err); });
-  return out;
+  return ask_map<blocking_files>(
+    sys, session.handle(),
+    [&](filesystem_actor& h) { return blocking_files{sys, std::move(h)}; },
+    files_atom_v);
 }
 
 } // namespace sandbox::actors

@@ -40,37 +40,22 @@ sandbox::error from_caf(const caf::error& err) {
 namespace {
 
 using detail::ask;
+using detail::ask_map;
 using detail::ask_ok;
-using detail::relay_request;
+using detail::ask_stream;
 
-/// Runs a streaming request: the calling thread is the chunk sink, and a
-/// small relay actor makes the request and hands the result back, so that
-/// chunks (requests to us) and the result can be received in one loop.
+/// Runs an execution that streams its chunks to `on_chunk`.
 template <class... Ts>
 result<exec_result> stream_request(caf::actor_system& sys,
                                    const session_actor& session,
                                    const chunk_callback& on_chunk,
                                    Ts... xs) {
-  caf::scoped_actor self{sys};
-  auto sink = caf::actor_cast<chunk_sink>(self);
-  relay_request<exec_result>(sys, self, session, xs..., sink);
-  result<exec_result> out = sandbox::error{errc::aborted, "no result"};
-  bool done = false;
-  self->receive_while([&] { return !done; })(
-    [&](chunk_atom, output_chunk& chunk) {
-      if (on_chunk)
-        on_chunk(chunk);
-      return ack_atom_v;
-    },
-    [&](exec_result& r) {
-      out = std::move(r);
-      done = true;
-    },
-    [&](caf::error& err) {
-      out = from_caf(err);
-      done = true;
-    });
-  return out;
+  auto on_item = [&](chunk_atom, output_chunk& chunk) {
+    if (on_chunk)
+      on_chunk(chunk);
+    return ack_atom_v;
+  };
+  return ask_stream<chunk_sink, exec_result>(sys, session, on_item, xs...);
 }
 
 } // namespace
@@ -83,15 +68,12 @@ result<blocking_session> blocking_session::create(embedded_node& node,
 result<blocking_session> blocking_session::create(caf::actor_system& sys,
                                                   const node_actor& node,
                                                   session_config cfg) {
-  caf::scoped_actor self{sys};
-  result<blocking_session> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(node, caf::infinite, create_atom_v, std::move(cfg))
-    .receive(
-      [&](session_actor& s, session_info&) {
-        out = blocking_session{sys, std::move(s)};
-      },
-      [&](caf::error& err) { out = from_caf(err); });
-  return out;
+  return ask_map<blocking_session>(
+    sys, node,
+    [&](session_actor& s, session_info&) {
+      return blocking_session{sys, std::move(s)};
+    },
+    create_atom_v, std::move(cfg));
 }
 
 result<std::vector<session_info>> embedded_node::list() {
@@ -129,16 +111,12 @@ result<exec_result> blocking_session::execute_code(
 
 result<blocking_process> blocking_session::spawn(const std::string& command,
                                                  const exec_options& opts) {
-  caf::scoped_actor self{*sys_};
-  result<blocking_process> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(handle_, caf::infinite, spawn_atom_v, command, opts,
-                chunk_sink{})
-    .receive(
-      [&](process_actor& p, int32_t pid) {
-        out = blocking_process{*sys_, std::move(p), pid};
-      },
-      [&](caf::error& err) { out = from_caf(err); });
-  return out;
+  return ask_map<blocking_process>(
+    *sys_, handle_,
+    [&](process_actor& p, int32_t pid) {
+      return blocking_process{*sys_, std::move(p), pid};
+    },
+    spawn_atom_v, command, opts, chunk_sink{});
 }
 
 result<bool> blocking_session::cancel(const std::string& key) {

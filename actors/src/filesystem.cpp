@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "caf_error.hpp"
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/path_resolver.hpp"
@@ -78,15 +79,6 @@ struct list_job {
   std::optional<sandbox::error> failure;
 };
 
-caf::error to_caf(const sandbox::error& e) {
-  return caf::make_error(e.code, e.message);
-}
-
-caf::error stopped_error(std::string_view what) {
-  return caf::make_error(errc::session_stopped,
-                         fmt::format("{}: the session is stopped", what));
-}
-
 /// Resolves `path` against the working directory, or explains why the
 /// request cannot run: the session is stopped or the path is unusable.
 result<std::string> absolute(self_ptr self, std::string_view op,
@@ -98,7 +90,7 @@ result<std::string> absolute(self_ptr self, std::string_view op,
   if (auto ok = fs::validate_path(path); !ok)
     return error{ok.error().code,
                  fmt::format("{}: {}", op, ok.error().message)};
-  return fs::resolve(st.working_directory, path);
+  return fs::resolve_keeping_slash(st.working_directory, path);
 }
 
 /// Runs the one-shot file operation `op` on the absolute form of `path`

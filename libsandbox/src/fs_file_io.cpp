@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <utility>
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "fs_dir_lock.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 
 namespace sandbox::fs {
@@ -226,7 +228,36 @@ result<std::string> file_reader::next(size_t max_bytes) {
 result<void> remove_file(const std::string& abs) {
   if (auto valid = validate_path(abs); !valid)
     return valid.error();
-  if (::unlink(abs.c_str()) == 0)
+  if (names_directory(abs)) {
+    // "f/" names a directory (POSIX): never unlink the file f, nor a
+    // symlink "link" because "link/" resolves to the directory it names.
+    struct ::stat st;
+    if (::stat(abs.c_str(), &st) != 0)
+      return make_errno_error(errno, fmt::format("remove {}", abs));
+    if (!S_ISDIR(st.st_mode))
+      return make_errno_error(ENOTDIR, fmt::format("remove {}", abs));
+    return error{errc::not_a_regular_file,
+                 fmt::format("remove {}: is a directory, not a file", abs)};
+  }
+  auto slash = abs.rfind('/');
+  auto name = slash == std::string::npos ? abs : abs.substr(slash + 1);
+  auto dir = slash == std::string::npos ? std::string{"."}
+             : slash == 0               ? std::string{"/"}
+                                        : abs.substr(0, slash);
+  // The lock of atomic_writer: a removal never lands between the version
+  // check and the rename of a compare-and-swap write. A directory we may
+  // not open for reading cannot be locked: unlink without the lock.
+  unique_fd dir_fd{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  std::optional<detail::dir_lock> lock;
+  if (dir_fd) {
+    auto locked = detail::dir_lock::acquire(dir_fd.get(), abs, "remove");
+    if (!locked)
+      return locked.error();
+    lock.emplace(std::move(*locked));
+  }
+  auto rc = dir_fd ? ::unlinkat(dir_fd.get(), name.c_str(), 0)
+                  : ::unlink(abs.c_str());
+  if (rc == 0)
     return {};
   auto err = errno;
   struct ::stat st;

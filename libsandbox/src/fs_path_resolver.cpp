@@ -49,6 +49,24 @@ std::string resolve(std::string_view base_dir, std::string_view path) {
   return result;
 }
 
+bool names_directory(std::string_view path) noexcept {
+  if (path.empty())
+    return false;
+  if (path.back() == '/')
+    return true;
+  auto slash = path.rfind('/');
+  auto last = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  return last == "." || last == "..";
+}
+
+std::string resolve_keeping_slash(std::string_view base_dir,
+                                  std::string_view path) {
+  auto result = resolve(base_dir, path);
+  if (names_directory(path) && result.back() != '/')
+    result += '/';
+  return result;
+}
+
 result<void> validate_path(std::string_view path) {
   if (path.empty())
     return error{errc::invalid_argument, "invalid path: the path is empty"};

@@ -406,11 +406,48 @@ CAF_TEST(no operation leaves a file descriptor open) {
   CAF_CHECK_EQUAL(temp_files_in(wd), 0u);
 }
 
+CAF_TEST(A15 a trailing slash names a directory as in POSIX) {
+  put_file(at("f1"), "one");
+  put_file(at("f2"), "two");
+  CAF_REQUIRE_EQUAL(::mkdir(at("d").c_str(), 0755), 0);
+  CAF_REQUIRE_EQUAL(::symlink("d", at("dirlink").c_str()), 0);
+  auto rm = files.remove_file("f1/");
+  CAF_CHECK_EQUAL(code(rm), "path_not_found");
+  if (!rm)
+    CAF_CHECK_NOT_EQUAL(rm.error().message.find("Not a directory"),
+                        std::string::npos);
+  CAF_CHECK_EQUAL(get_file(at("f1")), "one");
+  CAF_CHECK_EQUAL(code(files.read_file("f2/")), "path_not_found");
+  CAF_CHECK_EQUAL(code(files.read_text("f2/", 1, 0)), "path_not_found");
+  CAF_CHECK_EQUAL(code(files.read_stream("f2/", {})), "path_not_found");
+  CAF_CHECK_EQUAL(code(files.stat("f2/")), "path_not_found");
+  CAF_CHECK_EQUAL(code(files.stat("f2/.")), "path_not_found");
+  CAF_CHECK_EQUAL(code(files.write_file("newthing/", "x")),
+                  "invalid_argument");
+  CAF_CHECK_EQUAL(::access(at("newthing").c_str(), F_OK), -1);
+  CAF_CHECK_EQUAL(code(files.write_file("f2/", "x")), "invalid_argument");
+  CAF_CHECK_EQUAL(get_file(at("f2")), "two");
+  CAF_CHECK_EQUAL(code(files.remove_file("dirlink/")), "not_a_regular_file");
+  struct ::stat st;
+  CAF_CHECK_EQUAL(::lstat(at("dirlink").c_str(), &st), 0);
+  auto through = files.stat("dirlink/");
+  CAF_REQUIRE_EQUAL(code(through), "ok");
+  CAF_CHECK(through->kind == sandbox::fs::file_kind::dir);
+  auto link = files.stat("dirlink");
+  CAF_REQUIRE_EQUAL(code(link), "ok");
+  CAF_CHECK(link->kind == sandbox::fs::file_kind::symlink);
+  CAF_CHECK_EQUAL(code(files.list_files("dirlink/")), "ok");
+  CAF_CHECK_EQUAL(code(files.list_files("f1/")), "path_not_found");
+  CAF_CHECK_EQUAL(code(files.stat("d/")), "ok");
+}
+
 CAF_TEST(after stop every worker request fails with session_stopped) {
   put_file(at("f"), "x");
   auto w = files.open_write("pending");
   CAF_REQUIRE_EQUAL(code(w), "ok");
   CAF_REQUIRE_EQUAL(code(w->write("partial")), "ok");
+  auto w2 = files.open_write("pending2");
+  CAF_REQUIRE_EQUAL(code(w2), "ok");
   CAF_REQUIRE(session.stop().has_value());
   auto stopped = std::string{"session_stopped"};
   CAF_CHECK_EQUAL(code(files.read_file("f")), stopped);
@@ -428,7 +465,11 @@ CAF_TEST(after stop every worker request fails with session_stopped) {
   CAF_CHECK_EQUAL(done.count, 0u);
   // The open write was dropped at the stop; the file stays as it was.
   CAF_CHECK_EQUAL(code(w->write("more")), stopped);
+  // A22: the commit after the stop says why, also after a failed write.
+  CAF_CHECK_EQUAL(code(w->commit()), stopped);
+  CAF_CHECK_EQUAL(code(w2->commit()), stopped);
   CAF_CHECK_EQUAL(::access(at("pending").c_str(), F_OK), -1);
+  CAF_CHECK_EQUAL(::access(at("pending2").c_str(), F_OK), -1);
   CAF_CHECK_EQUAL(temp_files_in(wd), 0u);
   CAF_CHECK_EQUAL(get_file(at("f")), "x");
   CAF_CHECK_EQUAL(code(actors::files_of(session)), stopped);

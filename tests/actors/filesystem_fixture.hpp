@@ -61,6 +61,25 @@ inline size_t temp_files_in(const std::string& dir) {
   return n;
 }
 
+/// Descriptors of this process open on anonymous temporary files (O_TMPFILE)
+/// in `dir`: /proc shows them as "DIR/#INODE (deleted)".
+inline size_t open_temp_files_in(const std::string& dir) {
+  size_t n = 0;
+  auto prefix = dir + "/#";
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (auto* e = ::readdir(d)) {
+      char buf[4096];
+      auto link = std::string{"/proc/self/fd/"} + e->d_name;
+      auto len = ::readlink(link.c_str(), buf, sizeof(buf));
+      if (len > 0 && std::string(buf, static_cast<size_t>(len)).rfind(prefix, 0)
+                       == 0)
+        ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
 /// Runs `f` with the effective user and group `nobody` in every thread of
 /// the process (glibc applies seteuid to all threads, the worker's
 /// included), so that root's permission bypass does not hide permission

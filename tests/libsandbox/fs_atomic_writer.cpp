@@ -5,6 +5,8 @@
 #include <vector>
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,7 +87,8 @@ CAF_TEST(an abandoned write leaves the old file and no temporary file) {
     auto w = atomic_writer::open(path("f"));
     CAF_REQUIRE(w);
     CAF_REQUIRE(w->write("half"));
-    CAF_CHECK_EQUAL(names_in(dir).size(), 2u); // f and the temporary file
+    // The temporary file is anonymous until the commit.
+    CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
   } // destructor aborts
   CAF_CHECK_EQUAL(content_of(path("f")), "old");
   CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
@@ -188,9 +191,15 @@ CAF_TEST(targets that cannot hold a file are refused) {
   // R13
   mkdir("d");
   CAF_CHECK_EQUAL(code_of(write_file(path("d"), "x")), "not_a_regular_file");
-  CAF_CHECK_EQUAL(code_of(write_file(dir + "/", "x")), "invalid_argument");
+  CAF_CHECK_EQUAL(code_of(write_file(dir + "/", "x")), "not_a_regular_file");
+  CAF_CHECK_EQUAL(code_of(write_file(path("d/"), "x")), "not_a_regular_file");
+  // A trailing slash names a directory: no file "new" is created (POSIX).
+  CAF_CHECK_EQUAL(code_of(write_file(path("new/"), "x")), "invalid_argument");
+  CAF_CHECK_EQUAL(::access(path("new").c_str(), F_OK), -1);
   CAF_CHECK_EQUAL(code_of(write_file("", "x")), "invalid_argument");
   put("file", "x");
+  CAF_CHECK_EQUAL(code_of(write_file(path("file/"), "y")), "invalid_argument");
+  CAF_CHECK_EQUAL(content_of(path("file")), "x");
   auto under_file = write_file(path("file/child"), "x");
   CAF_CHECK_EQUAL(code_of(under_file), "path_not_found");
   CAF_CHECK(names_in(path("d")).empty());
@@ -201,6 +210,97 @@ CAF_TEST(a name of the maximum length still gets a temporary file) {
   std::string name(255, 'n');
   CAF_REQUIRE(write_file(path(name), "long"));
   CAF_CHECK_EQUAL(content_of(path(name)), "long");
+}
+
+CAF_TEST(a writer killed during the write leaves no temporary file) {
+  // A14: SIGKILL gives the writer no chance to clean up; the temporary
+  // file must not have a name to leave behind.
+  put("f", "old");
+  int ready[2];
+  CAF_REQUIRE_EQUAL(::pipe(ready), 0);
+  auto pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    auto w = atomic_writer::open(path("f"));
+    if (!w || !w->write(std::string(4 << 20, 'n')))
+      ::_exit(1);
+    char c = 'w';
+    if (::write(ready[1], &c, 1) != 1)
+      ::_exit(1);
+    for (;;)
+      ::pause();
+  }
+  CAF_REQUIRE(pid > 0);
+  ::close(ready[1]);
+  char c = 0;
+  CAF_REQUIRE_EQUAL(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  CAF_REQUIRE_EQUAL(::waitpid(pid, &status, 0), pid);
+  CAF_CHECK(WIFSIGNALED(status));
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+  CAF_CHECK_EQUAL(content_of(path("f")), "old");
+}
+
+CAF_TEST(a commit name left by a killed writer is cleaned by the next commit) {
+  // A14: the only moment a temporary file has a name is inside a commit,
+  // under the directory lock; a writer killed right there leaves the
+  // reserved name, which the next commit in the directory takes over.
+  put(".sandbox-tmp-commit", "left over");
+  CAF_REQUIRE(write_file(path("f"), "new"));
+  CAF_CHECK_EQUAL(content_of(path("f")), "new");
+  CAF_CHECK(names_in(dir) == std::vector<std::string>{"f"});
+}
+
+CAF_TEST(a file the caller may not write is not replaced) {
+  // A13: as the shell's `>` does, a read-only file is permission_denied.
+  // Root may write any file (as with open), so check as nobody.
+  CAF_REQUIRE_EQUAL(::chmod(dir.c_str(), 0777), 0);
+  put("root-only", "secret");
+  CAF_REQUIRE_EQUAL(::chmod(path("root-only").c_str(), 0), 0);
+  auto d = dir;
+  auto verdict = sandbox::fs::testing::run_unprivileged([d] {
+    auto own = d + "/own-read-only";
+    if (!write_file(own, "mine") || ::chmod(own.c_str(), 0444) != 0)
+      return false;
+    auto mine = write_file(own, "changed");
+    auto theirs = write_file(d + "/root-only", "changed");
+    auto kept = read_file(own);
+    return code_of(mine) == "permission_denied"
+           && mine.error().message.find(own) != std::string::npos
+           && kept && *kept == "mine"
+           && (::getuid() == 0 || code_of(theirs) == "permission_denied");
+  });
+  if (!verdict) {
+    CAF_MESSAGE("skipped: cannot drop privileges");
+    return;
+  }
+  CAF_CHECK(*verdict);
+  if (::geteuid() == 0)
+    CAF_CHECK_EQUAL(content_of(path("root-only")), "secret");
+  CAF_CHECK_EQUAL(names_in(dir).size(), 2u);
+}
+
+CAF_TEST(a write keeps the mode but drops the set-ID bits) {
+  // A13: the kernel drops set-user-ID and set-group-ID when a file is
+  // written; a replacing write must not keep them either.
+  put("tool", "v1");
+  CAF_REQUIRE_EQUAL(::chmod(path("tool").c_str(), 06751), 0);
+  CAF_REQUIRE(write_file(path("tool"), "v2"));
+  struct ::stat st;
+  CAF_REQUIRE_EQUAL(::stat(path("tool").c_str(), &st), 0);
+  CAF_CHECK_EQUAL(st.st_mode & 07777, 0751u);
+  CAF_CHECK_EQUAL(content_of(path("tool")), "v2");
+}
+
+CAF_TEST(other hard links keep the old content) {
+  // A13, documented: the write replaces the directory entry, not the inode.
+  put("a", "old");
+  CAF_REQUIRE_EQUAL(::link(path("a").c_str(), path("b").c_str()), 0);
+  CAF_REQUIRE(write_file(path("a"), "new"));
+  CAF_CHECK_EQUAL(content_of(path("a")), "new");
+  CAF_CHECK_EQUAL(content_of(path("b")), "old");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

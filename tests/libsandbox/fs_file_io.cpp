@@ -211,6 +211,37 @@ CAF_TEST(remove_file refuses directories) {
   CAF_CHECK_EQUAL(::access(path("d").c_str(), F_OK), 0);
 }
 
+CAF_TEST(a trailing slash names a directory) {
+  // A15: POSIX path resolution. "f/" of a regular file is "Not a
+  // directory" and removes nothing; "link/" of a symlink to a directory is
+  // that directory, so the symlink is not removed either.
+  put("f", "kept");
+  mkdir("d");
+  CAF_REQUIRE_EQUAL(::symlink("d", path("dirlink").c_str()), 0);
+  CAF_REQUIRE_EQUAL(::symlink("f", path("filelink").c_str()), 0);
+  auto rm_file = remove_file(path("f/"));
+  CAF_CHECK_EQUAL(code_of(rm_file), "path_not_found");
+  CAF_CHECK_NOT_EQUAL(rm_file.error().message.find("Not a directory"),
+                      std::string::npos);
+  CAF_CHECK_EQUAL(code_of(remove_file(path("f/."))), "path_not_found");
+  CAF_CHECK_EQUAL(code_of(remove_file(path("dirlink/"))),
+                  "not_a_regular_file");
+  CAF_CHECK_EQUAL(code_of(remove_file(path("filelink/"))), "path_not_found");
+  CAF_CHECK_EQUAL(code_of(remove_file(path("d/"))), "not_a_regular_file");
+  CAF_CHECK_EQUAL(code_of(remove_file(path("missing/"))), "path_not_found");
+  struct ::stat st;
+  CAF_CHECK_EQUAL(::lstat(path("f").c_str(), &st), 0);
+  CAF_CHECK_EQUAL(::lstat(path("dirlink").c_str(), &st), 0);
+  CAF_CHECK_EQUAL(::lstat(path("filelink").c_str(), &st), 0);
+  CAF_CHECK_EQUAL(code_of(read_file(path("f/"))), "path_not_found");
+  CAF_CHECK_EQUAL(code_of(read_text(path("f/"), 1, 0)), "path_not_found");
+  CAF_CHECK_EQUAL(code_of(file_reader::open(path("f/"))), "path_not_found");
+  CAF_CHECK_EQUAL(code_of(read_file(path("dirlink/"))), "not_a_regular_file");
+  auto kept = read_file(path("f"));
+  CAF_REQUIRE(kept);
+  CAF_CHECK_EQUAL(*kept, "kept");
+}
+
 CAF_TEST(no descriptor is left open on any path) {
   // DESIGN §7: fault paths leave no file descriptors behind.
   put("f", "content\n");
@@ -248,6 +279,8 @@ CAF_TEST(no descriptor is left open on any path) {
   }
   remove_file(path("missing"));
   remove_file(path("d"));
+  remove_file(path("d/"));
+  remove_file(path("f/"));
   CAF_CHECK_EQUAL(open_fd_count(), before);
 }
 

@@ -5,7 +5,9 @@
 
 #include "sandbox/fs/path_resolver.hpp"
 
+using sandbox::fs::names_directory;
 using sandbox::fs::resolve;
+using sandbox::fs::resolve_keeping_slash;
 using sandbox::fs::validate_path;
 
 // DESIGN §4 "Files": paths are relative to the session working directory;
@@ -36,6 +38,25 @@ CAF_TEST(relative bases give relative results) {
   CAF_CHECK_EQUAL(resolve("", "a/./b"), "a/b");
   CAF_CHECK_EQUAL(resolve("base", "../../x"), "../x");
   CAF_CHECK_EQUAL(resolve("a", ".."), ".");
+}
+
+CAF_TEST(paths that can only name a directory keep a trailing slash) {
+  // A15: "f/" must stay "f/" so that the system call requires a directory.
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "f/"), "/work/f/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "f//"), "/work/f/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "f/."), "/work/f/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "a/b/.."), "/work/a/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "."), "/work/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "/"), "/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "/x/../"), "/");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "f"), "/work/f");
+  CAF_CHECK_EQUAL(resolve_keeping_slash("/work", "a/./f"), "/work/a/f");
+  CAF_CHECK(names_directory("f/"));
+  CAF_CHECK(names_directory(".."));
+  CAF_CHECK(names_directory("a/."));
+  CAF_CHECK(!names_directory("a/.f"));
+  CAF_CHECK(!names_directory("a/..f"));
+  CAF_CHECK(!names_directory(""));
 }
 
 CAF_TEST(empty paths and paths with NUL bytes are invalid) {

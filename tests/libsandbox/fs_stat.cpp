@@ -119,6 +119,22 @@ CAF_TEST(a symlink is reported as a symlink and not followed) {
   CAF_CHECK(dangling->kind == file_kind::symlink);
 }
 
+CAF_TEST(a trailing slash follows a symlink and requires a directory) {
+  // A15: POSIX resolves "link/" to the directory the link points to, and
+  // "file/" fails with "Not a directory".
+  mkdir("d");
+  put("f", "x");
+  CAF_REQUIRE_EQUAL(::symlink("d", path("dirlink").c_str()), 0);
+  auto through = stat_path(path("dirlink/"));
+  CAF_REQUIRE(through);
+  CAF_CHECK(through->kind == file_kind::dir);
+  auto file = stat_path(path("f/"));
+  CAF_REQUIRE(!file);
+  CAF_CHECK(file.error().code == sandbox::errc::path_not_found);
+  CAF_CHECK_NOT_EQUAL(file.error().message.find("Not a directory"),
+                      std::string::npos);
+}
+
 CAF_TEST(directories and special files have their own kinds) {
   // R17
   mkdir("d");

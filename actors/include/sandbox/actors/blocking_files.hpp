@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
-#include <caf/fwd.hpp>
+#include <caf/scoped_actor.hpp>
 
+// The facade starts from a session: `files_of(blocking_session&)`.
+#include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/stat.hpp"
 
 namespace sandbox::actors {
-
-class blocking_session;
 
 /// Called with each chunk of a read stream, in the caller's thread; returns
 /// false to cancel the stream.
@@ -66,13 +66,18 @@ public:
   /// Renames the temporary file over the target.
   ///
   /// Errors: `conflict` (the if_version no longer matches; the target is
-  /// untouched), `not_a_regular_file`, `io_error`, `session_stopped`.
+  /// untouched), `not_a_regular_file`, `io_error`, `session_stopped`,
+  /// `invalid_argument` (already committed or aborted). After a failed
+  /// `write` (the write is then dropped) it fails with that write's error
+  /// code, `session_stopped` included.
   result<void> commit();
 
   /// Drops the write; the target stays as it was. Idempotent.
   void abort() noexcept;
 
 private:
+  sandbox::error finished_error() const;
+
   // The actor that opened the write: the worker aborts the write when it
   // terminates, so it lives exactly as long as this writer.
   std::unique_ptr<caf::scoped_actor> self_;
@@ -80,6 +85,8 @@ private:
   uint64_t id_ = 0;
   uint64_t bytes_ = 0;
   bool finished_ = true;
+  /// Why the write ended early (a failed `write`), for later calls.
+  std::optional<sandbox::error> failure_;
 };
 
 /// The blocking facade of a session's filesystem worker (R11–R17): the

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "sandbox/errc.hpp"
+#include "sandbox/unique_fd.hpp"
 
 namespace sandbox::fs {
 
@@ -73,30 +74,47 @@ private:
 };
 
 /// Writes a file atomically: bytes go to a temporary file beside the target,
-/// which is renamed over the target on `commit` (R13). A reader sees either
-/// the old file or the complete new one, never a torn file; a write that
-/// fails or is abandoned leaves the old file untouched and removes the
-/// temporary file.
+/// which replaces the target on `commit` (R13). A reader sees either the old
+/// file or the complete new one, never a torn file; a write that fails, is
+/// abandoned or whose process is killed leaves the old file untouched.
 ///
-/// - Parent directories are created as with `mkdir -p`.
-/// - The temporary file is `.<name>.sandbox-tmp-<16 hex>` in the target's
-///   directory (created with O_EXCL; the name part is shortened if needed).
-/// - An existing regular file keeps its mode (and, where permitted, its
-///   owner). A new file gets 0666 minus the umask.
-/// - The writer acts on the path itself: a symlink at the final component is
+/// - Parent directories are created as with `mkdir -p` (`make_directories`,
+///   mode 0777 minus the umask).
+/// - The temporary file is anonymous (O_TMPFILE): it has no name while the
+///   bytes are written, so it never shows in a listing and a writer killed
+///   by SIGKILL leaves nothing behind. At commit it is linked as
+///   `.sandbox-tmp-commit` in the target's directory and at once renamed
+///   over the target, both under the directory lock (below); a name left by
+///   a writer killed between those two calls is removed by the next commit
+///   in that directory, so that name is reserved. Where O_TMPFILE or
+///   /proc/self/fd is missing, the temporary file is
+///   `.<name>.sandbox-tmp-<16 hex>` from the start (created with O_EXCL;
+///   the name part shortened to fit) and a killed writer leaves it behind.
+/// - Permissions act as for the shell's `>`: an existing regular file that
+///   the caller may not write (access(2) W_OK with the effective ids) is
+///   `permission_denied`. The new file keeps the mode of the one it
+///   replaces without the set-user-ID and set-group-ID bits, and its owner
+///   where the caller may give the file away (root); a new file gets 0666
+///   minus the umask.
+/// - The write replaces the directory entry: other hard links of the old
+///   file keep the old content, and a symlink at the final component is
 ///   replaced by a regular file (as `sed -i` and `rename(2)` do), so the
 ///   compare-and-swap version is the one `stat_path` reports for the path.
 /// - Durability across power loss is not promised (no fsync); atomicity with
 ///   respect to concurrent readers and failed writes is.
 ///
 /// Compare-and-swap: with `if_version`, the target's current `stat_path`
-/// version is checked when the writer opens (to fail early) and again just
-/// before the rename. A non-empty `if_version` requires the target to exist
-/// with that version; a missing target is a mismatch. An empty `if_version`
-/// means "the target must not exist"; that case is enforced atomically with
-/// RENAME_NOREPLACE. For a non-empty version a concurrent writer can still
-/// slip in between the final check and the rename; callers that need
-/// stronger guarantees serialise writes to one path.
+/// version is checked when the writer opens (to fail early) and again at
+/// commit. Every commit (with or without `if_version`) and every
+/// `remove_file` holds an exclusive flock(2) on the target's directory from
+/// that final check to the rename, so of any number of writers holding the
+/// same version exactly one wins, whether they are threads of one process
+/// or separate processes. A non-empty `if_version` requires the target to
+/// exist with that version; a missing target is a mismatch. An empty
+/// `if_version` means "the target must not exist" (RENAME_NOREPLACE).
+/// Writers that bypass this library (a shell, an editor) take no lock: a
+/// change they make between the check and the rename is not detected. On a
+/// file system that cannot flock a directory the check is not locked either.
 ///
 /// Move-only. The destructor aborts an uncommitted writer.
 class atomic_writer {
@@ -106,17 +124,18 @@ public:
   ///
   /// Errors:
   /// - `invalid_argument`: empty path, NUL in the path, or a path that does
-  ///   not end in a file name (e.g. "/", "/a/..").
+  ///   not end in a file name (e.g. "/", "/a/..", "newfile/").
   /// - `not_a_regular_file`: the target is a directory, FIFO, socket or
   ///   device.
   /// - `path_not_found`: a parent component exists but is not a directory.
-  /// - `permission_denied`: a directory may not be created or written.
+  /// - `permission_denied`: a directory may not be created or written, or
+  ///   the existing file may not be written.
   /// - `conflict`: `if_version` does not match the current version.
   /// - `io_error`: any other failure.
   static result<atomic_writer>
   open(const std::string& abs, std::optional<std::string> if_version = {});
 
-  atomic_writer(atomic_writer&& other) noexcept;
+  atomic_writer(atomic_writer&& other) noexcept = default;
   atomic_writer& operator=(atomic_writer&& other) noexcept;
   atomic_writer(const atomic_writer&) = delete;
   atomic_writer& operator=(const atomic_writer&) = delete;
@@ -137,6 +156,7 @@ public:
   ///   names the path, the expected and the current version.
   /// - `invalid_argument`: already committed or aborted, or moved from.
   /// - `not_a_regular_file`: a directory appeared at the target.
+  /// - `timeout`: another writer held the directory lock for 10 s.
   /// - `io_error`: an earlier `write` failed, or the rename failed.
   result<void> commit();
 
@@ -151,12 +171,18 @@ public:
 private:
   atomic_writer() = default;
 
+  result<void> commit_locked();
+
   std::string path_;
   std::string name_;
+  /// The name of the temporary file while it has one (empty while it is
+  /// anonymous).
   std::string temp_name_;
   std::optional<std::string> if_version_;
-  int dir_fd_ = -1;
-  int fd_ = -1;
+  unique_fd dir_fd_;
+  unique_fd fd_;
+  /// The temporary file was made with O_TMPFILE.
+  bool anonymous_ = false;
   bool failed_ = false;
   bool finished_ = true;
 };
@@ -165,12 +191,16 @@ private:
 result<void> write_file(const std::string& abs, std::string_view bytes,
                         std::optional<std::string> if_version = {});
 
-/// Removes the file (or symlink, not its target) at `abs` (R14).
+/// Removes the file (or symlink, not its target) at `abs` (R14), under the
+/// directory lock of `atomic_writer` (so a removal never slips between a
+/// compare-and-swap's check and its rename). A path ending in `/` names a
+/// directory (POSIX): it never removes a file or a symlink.
 ///
 /// Errors:
-/// - `path_not_found`: `abs` does not exist.
-/// - `not_a_regular_file`: `abs` is a directory (directories are not
-///   removed by this call).
+/// - `path_not_found`: `abs` does not exist, or it ends in `/` and is not a
+///   directory ("Not a directory").
+/// - `not_a_regular_file`: `abs` is a directory, or ends in `/` and is a
+///   symlink to one (directories are not removed by this call).
 /// - `permission_denied`: the parent directory may not be written.
 /// - `invalid_argument`: empty path or a path containing NUL.
 /// - `io_error`: any other failure of unlink.

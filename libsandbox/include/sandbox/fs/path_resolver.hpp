@@ -20,6 +20,22 @@ namespace sandbox::fs {
 /// Never fails; call `validate_path` first to reject unusable input.
 std::string resolve(std::string_view base_dir, std::string_view path);
 
+/// As `resolve`, but keeps what the end of `path` says about the kind of
+/// file it names. POSIX path resolution requires the file before a trailing
+/// slash to be a directory (following a final symlink to one), and so does
+/// a final `.` or `..`. When `path` ends in `/`, `/.` or `/..` (or is `.`
+/// or `..`), the result ends in `/` (unless it is the root itself), so that
+/// `stat("f/")` of a file fails with "Not a directory" and `lstat("link/")`
+/// reports the directory a symlink points to.
+///
+/// The file operations of a session resolve their paths with this.
+std::string resolve_keeping_slash(std::string_view base_dir,
+                                  std::string_view path);
+
+/// True when `path` ends in `/`, `/.` or `/..`, or is `.` or `..`: it can
+/// only name a directory.
+bool names_directory(std::string_view path) noexcept;
+
 /// Checks that `path` can be handed to the operating system.
 ///
 /// Errors:
