@@ -348,9 +348,11 @@ using session_actor = restricted_session::extend<
   caf::replies_to<info_atom>::with<session_info>>;
 
 /// The full interface of the session actor: the public one plus the
-/// completion of its staged stop, sent from the reactor.
+/// completion of its staged stop, sent from the reactor, and the news from
+/// one of its process actors (the sender) that its child has finished.
 using session_actor_impl
-  = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>>;
+  = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>,
+                          caf::reacts_to<exited_atom>>;
 
 /// Returns the restricted view of `s` (R20).
 inline restricted_session restricted(const session_actor& s) {
