@@ -333,8 +333,9 @@ using restricted_session = caf::typed_actor<
   // R10: starts a live process with a stdin pipe.
   caf::replies_to<spawn_atom, std::string, exec_options,
                   chunk_sink>::with<process_actor, int32_t>,
-  // R2: cancels the execution whose options carried this cancel key;
-  // answers whether one was found.
+  // R2: cancels the running execution whose options carried this cancel
+  // key (a running execution holds a key alone); answers whether one was
+  // running.
   caf::replies_to<cancel_atom, std::string>::with<bool>,
   // The session's filesystem worker (fails with `session_stopped` after
   // stop).
