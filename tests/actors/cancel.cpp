@@ -27,8 +27,12 @@ CAF_TEST(cancel answers false when nothing runs under the key) {
   auto r = p->wait();
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);
-  // The process has exited: there is nothing left to cancel.
+  // The process has exited: there is nothing left to cancel, and it no
+  // longer counts as a running child.
   CAF_CHECK(!*s.cancel("k"));
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->children, 0u);
   auto e = s.execute("true", opts);
   SANDBOX_REQUIRE_OK(e);
   CAF_CHECK(!*s.cancel("k"));
