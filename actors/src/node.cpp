@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "caf_error.hpp"
 #include "sandbox/actors/session.hpp"
+#include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/port_lease.hpp"
 
 namespace sandbox::actors {
@@ -43,10 +45,6 @@ struct node_state {
 
 using self_ptr = node_actor_impl::stateful_pointer<node_state>;
 
-caf::error to_caf(const sandbox::error& e) {
-  return caf::make_error(e.code, e.message);
-}
-
 caf::error not_found(const std::string& id) {
   return caf::make_error(errc::session_not_found,
                          fmt::format("no such session: {}", id));
@@ -71,10 +69,50 @@ void run_hook(self_ptr self, const std::string& id, session_actor s) {
     });
 }
 
+/// The behavior of a node whose configuration is unusable: it stays up and
+/// answers every request with the reason, so that no caller sees a dead
+/// node (`request_receiver_down`) instead of what is wrong.
+node_actor_impl::behavior_type refusing(caf::error err) {
+  return {
+    [err](create_atom, session_config&)
+      -> caf::result<session_actor, session_info> { return err; },
+    [](hooked_atom, const std::string&, caf::error&) {},
+    [err](get_atom, const std::string&) -> caf::result<session_actor> {
+      return err;
+    },
+    [err](resume_atom, const std::string&) -> caf::result<session_actor> {
+      return err;
+    },
+    [err](list_atom) -> caf::result<std::vector<session_info>> {
+      return err;
+    },
+    [err](stop_atom, const std::string&) -> caf::result<stop_receipt> {
+      return err;
+    },
+    [err](stop_atom) -> caf::result<uint32_t> { return err; },
+  };
+}
+
 } // namespace
+
+result<void> validate(const node_config& cfg) {
+  if (auto ok = validate_port_range(cfg.first_port, cfg.last_port); !ok)
+    return error{errc::invalid_argument,
+                 fmt::format("node_config: {}", ok.error().message)};
+  if (!cfg.base_directory.empty())
+    if (auto ok = fs::validate_path(cfg.base_directory); !ok)
+      return error{errc::invalid_argument,
+                   fmt::format("invalid node_config.base_directory: {}",
+                               ok.error().message)};
+  return {};
+}
 
 node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
                                              node_config cfg) {
+  if (auto ok = validate(rt->config()); !ok)
+    return refusing(to_caf(ok.error()));
+  if (auto ok = validate(cfg); !ok)
+    return refusing(to_caf(ok.error()));
   auto& st = self->state;
   st.rt = std::move(rt);
   st.cfg = std::move(cfg);

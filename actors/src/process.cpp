@@ -109,10 +109,15 @@ void maybe_finish(self_ptr self) {
   r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
   r.stdout_data = st.kept[0]->take();
   r.stderr_data = st.kept[1]->take();
+  // The session learns first: a caller who has seen the result never finds
+  // the execution still running there (its cancel key still held).
+  if (auto session = caf::actor_cast<session_actor_impl>(st.p.session))
+    self->send(session, exited_atom_v);
   // An execution's actor quits once its result went to the requester; the
-  // session's `wait` may still be on its way (the child can finish before
-  // it arrives), in which case the `wait` handler quits. Retained output
-  // can be 2 × 16 MiB: it is moved, not copied, where it can be.
+  // `wait` the session delegated may still be on its way (the child can
+  // finish before it arrives), in which case the `wait` handler quits.
+  // Retained output can be 2 × 16 MiB: it is moved, not copied, where it
+  // can be.
   bool delivered = !st.waiters.empty();
   if (delivered && !st.p.spawned && st.waiters.size() == 1) {
     st.waiters.front().deliver(std::move(r));
@@ -134,13 +139,15 @@ void maybe_finish(self_ptr self) {
     self->quit();
 }
 
-void terminate_child(self_ptr self, exit_reason why) {
+/// Ends the execution from outside with `why`: a timeout or a cancel
+/// terminates the child's tree here; a session stop only marks it, since
+/// the session's sweep ends every process of its own.
+void end_execution(self_ptr self, exit_reason why) {
   auto& st = self->state;
   if (st.forced || st.result || !st.child)
     return;
   st.forced = why;
   if (why == exit_reason::stopped) {
-    // The session ends every process of its own in one sweep.
     st.session_stopped = true;
     return;
   }
@@ -222,7 +229,8 @@ process_behavior(self_ptr self, process_params params) {
       if (st.session_stopped)
         return caf::make_error(errc::session_stopped,
                                "the session of this process was stopped");
-      if (sig < 0 || sig > 64)
+      // 0 probes; anything above SIGRTMAX is no signal.
+      if (sig < 0 || sig > SIGRTMAX)
         return caf::make_error(errc::invalid_argument,
                                "invalid signal number: "
                                  + std::to_string(sig));
@@ -289,8 +297,8 @@ process_behavior(self_ptr self, process_params params) {
                             + std::strerror(err)));
       st.writes.erase(i);
     },
-    [self](timeout_atom) { terminate_child(self, exit_reason::timeout); },
-    [self](end_atom, exit_reason why) { terminate_child(self, why); },
+    [self](timeout_atom) { end_execution(self, exit_reason::timeout); },
+    [self](end_atom, exit_reason why) { end_execution(self, why); },
     [self](ended_atom, const stop_receipt&) {
       self->state.swept = true;
       maybe_finish(self);

@@ -1,15 +1,84 @@
 #include "sandbox/actors/runtime.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/launcher.hpp"
+#include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
 
+namespace {
+
+error invalid(std::string_view name, std::string_view value,
+              std::string_view why) {
+  return error{errc::invalid_argument,
+               fmt::format("invalid runtime_config.{} {}: {}", name, value,
+                           why)};
+}
+
+result<void> validate_shell(const std::string& shell) {
+  auto shown = quote_for_message(shell);
+  if (auto ok = fs::validate_path(shell); !ok)
+    return invalid("shell", shown, ok.error().message);
+  if (shell.front() != '/')
+    return invalid("shell", shown, "not an absolute path");
+  struct stat st;
+  if (::stat(shell.c_str(), &st) != 0)
+    return invalid("shell", shown, std::strerror(errno));
+  if (!S_ISREG(st.st_mode) || ::access(shell.c_str(), X_OK) != 0)
+    return invalid("shell", shown, "not an executable file");
+  return {};
+}
+
+} // namespace
+
+result<void> validate(const runtime_config& cfg) {
+  if (auto ok = validate_shell(cfg.shell); !ok)
+    return ok;
+  if (cfg.reactor_threads == 0)
+    return invalid("reactor_threads", "0", "must be at least 1");
+  if (cfg.output_cap == 0)
+    return invalid("output_cap", "0", "must be at least 1 byte");
+  if (cfg.stop.first < 1 || cfg.stop.first > SIGRTMAX)
+    return invalid("stop.first", std::to_string(cfg.stop.first),
+                   fmt::format("not a signal number (1-{})", SIGRTMAX));
+  auto ms = [](std::chrono::milliseconds x) {
+    return fmt::format("{} ms", x.count());
+  };
+  if (cfg.stop.grace.count() < 0)
+    return invalid("stop.grace", ms(cfg.stop.grace), "must not be negative");
+  if (cfg.stop.verify.count() < 0)
+    return invalid("stop.verify", ms(cfg.stop.verify),
+                   "must not be negative");
+  if (cfg.stop.poll.count() <= 0)
+    return invalid("stop.poll", ms(cfg.stop.poll), "must be positive");
+  if (cfg.linger.count() < 0)
+    return invalid("linger", ms(cfg.linger), "must not be negative");
+  if (!cfg.temp_directory.empty())
+    if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
+      return invalid("temp_directory",
+                     quote_for_message(cfg.temp_directory),
+                     ok.error().message);
+  return {};
+}
+
 runtime::runtime(runtime_config cfg)
   : cfg_(std::move(cfg)), base_env_(current_environment()) {
+  if (cfg_.temp_directory.empty()) {
+    auto i = base_env_.find("TMPDIR");
+    cfg_.temp_directory = i != base_env_.end() && !i->second.empty()
+                            ? i->second
+                            : std::string{"/tmp"};
+  }
   // Writing to a pipe whose reader is gone must fail with EPIPE instead of
   // killing the node; children get default dispositions back at spawn.
   ::signal(SIGPIPE, SIG_IGN);

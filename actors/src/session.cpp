@@ -1,8 +1,6 @@
 #include "sandbox/actors/session.hpp"
 
-#include <sys/stat.h>
-
-#include <cstdlib>
+#include <algorithm>
 #include <map>
 
 #include <caf/actor_system.hpp>
@@ -12,10 +10,12 @@
 
 #include <fmt/format.h>
 
+#include "caf_error.hpp"
 #include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/process_tree.hpp"
+#include "sandbox/session_directories.hpp"
 #include "sandbox/uuid.hpp"
 #include "sandbox/validation.hpp"
 
@@ -26,6 +26,9 @@ struct session_child {
   process_actor_impl handle;
   pid_t pid = 0;
   std::string cancel_key;
+  /// Until its process actor reports the result: only a running child can
+  /// be cancelled or hold its cancel key.
+  bool running = true;
 };
 
 /// State of one session actor; owned by the actor alone.
@@ -35,6 +38,9 @@ struct session_state {
   session_params p;
   /// `SANDBOX_EXEC=<id>/`: the environment entry of every descendant.
   std::string marker_prefix;
+  /// The home exists and passed its checks (the default home is made at the
+  /// first execution, so that file operations never need one).
+  bool home_ready = false;
   /// Process actors whose result is not yet collected, by address.
   std::map<caf::actor_addr, session_child> children;
   /// The filesystem worker; all file operations of the session.
@@ -74,13 +80,8 @@ namespace {
 
 using self_ptr = session_actor_impl::stateful_pointer<session_state>;
 
-caf::error to_caf(const sandbox::error& e) {
-  return caf::make_error(e.code, e.message);
-}
-
 caf::error stopped_error(const session_state& st) {
-  return caf::make_error(errc::session_stopped,
-                         fmt::format("session {} is stopped", st.p.id));
+  return stopped_error(fmt::format("session {}", st.p.id));
 }
 
 /// The child's environment, lowest layer first (R4): node process env <
@@ -97,23 +98,37 @@ env_map layered_env(const session_state& st, const env_map& call,
   return env;
 }
 
+/// Makes the session's default home on first use (R18: private to the
+/// user, never reached through a symlink).
+result<void> ensure_home(session_state& st) {
+  if (st.home_ready)
+    return {};
+  if (auto ok = make_private_home(st.p.home_directory); !ok)
+    return ok.error();
+  st.home_ready = true;
+  return {};
+}
+
 /// Validates `opts` and `command` and builds the launch (R2, R3): nothing
-/// is spawned when any input is bad.
-result<launch_spec> prepare(const session_state& st, const std::string& cmd,
+/// is spawned when any input is bad. The working directory itself is
+/// checked by the launcher, once, with the errno of what failed.
+result<launch_spec> prepare(session_state& st, const std::string& cmd,
                             const exec_options& opts, uint64_t exec_id) {
   if (auto ok = validate_command(cmd); !ok)
     return ok.error();
   if (auto ok = validate_env(opts.env); !ok)
     return ok.error();
+  if (!opts.cwd.empty())
+    if (auto ok = fs::validate_path(opts.cwd); !ok)
+      return error{errc::invalid_argument,
+                   fmt::format("invalid exec_options.cwd: {}",
+                               ok.error().message)};
+  if (auto ok = ensure_home(st); !ok)
+    return ok.error();
   launch_spec spec;
   spec.cwd = opts.cwd.empty()
                ? st.p.working_directory
                : fs::resolve(st.p.working_directory, opts.cwd);
-  struct stat info;
-  if (::stat(spec.cwd.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    return error{errc::path_not_found,
-                 fmt::format("working directory does not exist: {}",
-                             spec.cwd)};
   spec.executable = st.p.rt->config().shell;
   spec.argv = {spec.executable, "-c", cmd};
   spec.env = layered_env(st, opts.env, exec_id);
@@ -122,25 +137,46 @@ result<launch_spec> prepare(const session_state& st, const std::string& cmd,
 
 /// The script that runs code with an interpreter (R7): the code arrives
 /// on stdin, byte-exact, and is never seen by a shell parser. "$0" is the
-/// language, validated before.
-constexpr const char* code_runner
-  = "command -v \"$0\" >/dev/null 2>&1 || "
-    "{ printf 'Language interpreter not found: %s\\n' \"$0\" >&2; "
-    "exit 127; }; exec \"$0\"";
+/// language, validated before. The interpreter must be an executable file
+/// on the execution's PATH: `command -v` would also accept shell builtins
+/// and keywords (`cd`, `if`), which cannot run a program from stdin.
+const std::string& code_runner() {
+  static const std::string script = fmt::format(
+    "set -f; IFS=:; "
+    "for d in $PATH; do "
+    "if [ -f \"${{d:-.}}/$0\" ] && [ -x \"${{d:-.}}/$0\" ]; then "
+    "exec \"${{d:-.}}/$0\"; fi; "
+    "done; "
+    "printf 'Language interpreter not found: %s\\n' \"$0\" >&2; exit {}",
+    exit_code_not_found);
+  return script;
+}
 
-struct started {
-  process_actor_impl handle;
-  pid_t pid;
-};
+/// Refuses a cancel key that a running execution of the session holds: a
+/// key names one execution, so `cancel` never has to guess.
+result<void> check_cancel_key(const session_state& st,
+                              const std::string& key) {
+  if (key.empty())
+    return {};
+  for (auto& [addr, c] : st.children)
+    if (c.running && c.cancel_key == key)
+      return error{errc::invalid_argument,
+                   fmt::format("cancel_key {} is already used by a running "
+                               "execution of this session",
+                               quote_for_message(key))};
+  return {};
+}
 
-result<started> start(self_ptr self, result<launch_spec> spec,
-                      const exec_options& opts, chunk_sink sink,
-                      uint64_t exec_id,
-                      std::optional<std::string> initial_stdin,
-                      bool keep_stdin = false) {
+result<session_child> start(self_ptr self, result<launch_spec> spec,
+                            const exec_options& opts, chunk_sink sink,
+                            uint64_t exec_id,
+                            std::optional<std::string> initial_stdin,
+                            bool keep_stdin = false) {
   auto& st = self->state;
   if (!spec)
     return spec.error();
+  if (auto ok = check_cancel_key(st, opts.cancel_key); !ok)
+    return ok.error();
   // R1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
@@ -159,13 +195,14 @@ result<started> start(self_ptr self, result<launch_spec> spec,
                                      exec_id);
   params.initial_stdin = std::move(initial_stdin);
   params.spawned = keep_stdin;
+  params.session = self->address();
   auto pid = (*child)->pid();
   auto handle = spawn_process(self->system(), std::move(params));
   self->monitor(handle);
-  st.children.emplace(handle.address(),
-                      session_child{handle, pid, opts.cancel_key});
+  session_child entry{handle, pid, opts.cancel_key};
+  st.children.emplace(handle.address(), entry);
   st.groups.push_back(pid);
-  return started{handle, pid};
+  return entry;
 }
 
 void maybe_complete_stop(self_ptr self) {
@@ -231,6 +268,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                                                    session_params params) {
   auto& st = self->state;
   st.p = std::move(params);
+  st.home_ready = !st.p.private_home;
   st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
@@ -259,7 +297,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       if (auto ok = validate_language(language); !ok)
         return to_caf(ok.error());
       auto id = st.p.rt->next_id();
-      auto spec = prepare(st, code_runner, opts, id);
+      auto spec = prepare(st, code_runner(), opts, id);
       if (spec)
         spec->argv.push_back(language);
       auto s = start(self, std::move(spec), opts, std::move(sink), id,
@@ -286,8 +324,9 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       auto& st = self->state;
       if (key.empty())
         return false;
+      // At most one running child holds a key (check_cancel_key).
       for (auto& [addr, c] : st.children)
-        if (c.cancel_key == key) {
+        if (c.running && c.cancel_key == key) {
           self->send(c.handle, end_atom_v, exit_reason::cancelled);
           return true;
         }
@@ -310,7 +349,9 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       info.working_directory = st.p.working_directory;
       info.home_directory = st.p.home_directory;
       info.port = st.p.lease ? st.p.lease->port() : 0;
-      info.children = static_cast<uint32_t>(st.children.size());
+      info.children = static_cast<uint32_t>(
+        std::count_if(st.children.begin(), st.children.end(),
+                      [](auto& kv) { return kv.second.running; }));
       info.stopped = st.stopped;
       return info;
     },
@@ -329,6 +370,14 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       self->state.sweep = receipt;
       maybe_complete_stop(self);
     },
+    [self](exited_atom) {
+      // A process actor has its result: its child no longer runs.
+      auto& st = self->state;
+      auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      auto i = st.children.find(sender);
+      if (i != st.children.end())
+        i->second.running = false;
+    },
   };
 }
 
@@ -336,65 +385,46 @@ session_actor spawn_session(caf::actor_system& sys, session_params params) {
   return sys.spawn(session_behavior, std::move(params));
 }
 
-namespace {
-
-result<std::string> make_dirs(std::string path, std::string_view what) {
-  if (path.empty())
-    return error{errc::invalid_argument, fmt::format("{} is empty", what)};
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty())
-      continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
-      return error{errc_from_errno(errno),
-                   fmt::format("cannot create {} {}: {}", what, partial,
-                               std::strerror(errno))};
-  }
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    return error{errc::invalid_argument,
-                 fmt::format("{} is not a directory: {}", what, path)};
-  return path;
-}
-
-std::string current_dir() {
-  char buf[4096];
-  return ::getcwd(buf, sizeof(buf)) != nullptr ? std::string{buf}
-                                               : std::string{"/"};
-}
-
-} // namespace
-
 result<session_params> make_session_params(runtime_ptr rt,
                                            const session_config& cfg,
                                            const std::string& base_directory) {
+  for (auto [name, path] :
+       {std::pair{"working_directory", &cfg.working_directory},
+        std::pair{"home_directory", &cfg.home_directory}})
+    if (!path->empty())
+      if (auto ok = fs::validate_path(*path); !ok)
+        return error{errc::invalid_argument,
+                     fmt::format("invalid session_config.{}: {}", name,
+                                 ok.error().message)};
   if (auto ok = validate_env(cfg.env); !ok)
     return ok.error();
-  auto cwd = current_dir();
+  auto cwd = current_directory();
+  if (!cwd)
+    return cwd.error();
   session_params p;
   p.id = make_uuid_v4();
   std::string requested = cfg.working_directory;
   if (requested.empty())
     requested = base_directory.empty() ? std::string{"."}
                                        : base_directory + "/" + p.id;
-  auto wd = make_dirs(fs::resolve(cwd, requested), "working directory");
+  auto wd = make_directories(fs::resolve(*cwd, requested),
+                             "working directory");
   if (!wd)
     return wd.error();
-  std::string home = cfg.home_directory;
-  if (home.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    home = fmt::format("{}/sandbox/home",
-                       tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+  if (cfg.home_directory.empty()) {
+    // Made, private, at the first execution (ensure_home).
+    p.home_directory = fs::resolve(*cwd,
+                                   default_home(rt->config().temp_directory));
+    p.private_home = true;
+  } else {
+    auto hd = make_directories(fs::resolve(*cwd, cfg.home_directory),
+                               "home directory");
+    if (!hd)
+      return hd.error();
+    p.home_directory = std::move(*hd);
   }
-  auto hd = make_dirs(fs::resolve(cwd, home), "home directory");
-  if (!hd)
-    return hd.error();
   p.rt = std::move(rt);
   p.working_directory = std::move(*wd);
-  p.home_directory = std::move(*hd);
   p.env = cfg.env;
   return p;
 }

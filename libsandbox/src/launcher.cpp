@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/validation.hpp"
+
 extern char** environ;
 
 namespace sandbox {
@@ -67,9 +69,13 @@ void add_file_actions(spawn_setup& s, const launch_spec& spec, int stdin_r,
 // ignore SIGPIPE or block signals in its threads; children must not inherit
 // that).
 void add_attributes(spawn_setup& s) {
+  // Every bit set, not sigfillset: glibc's sigfillset leaves out its two
+  // internal signals (32 and 33), and its posix_spawn then sets them to
+  // SIG_IGN in the child, an ignore that exec keeps and every descendant
+  // would inherit.
   sigset_t all;
+  std::memset(&all, 0xff, sizeof(all));
   sigset_t none;
-  sigfillset(&all);
   sigemptyset(&none);
   posix_spawnattr_setsigdefault(&s.attr, &all);
   posix_spawnattr_setsigmask(&s.attr, &none);
@@ -97,16 +103,43 @@ struct exec_arrays {
   }
 };
 
+/// Step: the working directory must be a directory the child can enter.
+/// Checked here, once, so that a failing chdir is reported as what it is
+/// rather than as a failure to start the shell.
 result<void> check_cwd(const std::string& cwd) {
   struct stat st;
-  if (::stat(cwd.c_str(), &st) != 0)
-    return error{errc_from_errno(errno),
-                 fmt::format("working directory {}: {}", cwd,
-                             std::strerror(errno))};
+  if (::stat(cwd.c_str(), &st) != 0) {
+    auto err = errno;
+    if (err == ENOENT || err == ENOTDIR)
+      return error{errc::path_not_found,
+                   fmt::format("working directory does not exist: {}", cwd)};
+    return make_errno_error(err, fmt::format("working directory {}", cwd));
+  }
   if (!S_ISDIR(st.st_mode))
     return error{errc::path_not_found,
-                 fmt::format("working directory {}: not a directory", cwd)};
+                 fmt::format("working directory is not a directory: {}",
+                             cwd)};
+  // chdir needs search permission on the directory itself.
+  if (::access(cwd.c_str(), X_OK) != 0)
+    return make_errno_error(errno, fmt::format("working directory {}", cwd));
   return {};
+}
+
+/// Explains E2BIG: the kernel has a limit per string and one for all of
+/// them together.
+error too_long(const launch_spec& spec, const exec_arrays& arrays) {
+  size_t bytes = 0;
+  for (auto* arg : arrays.argv)
+    bytes += arg != nullptr ? std::strlen(arg) + 1 + sizeof(char*) : 0;
+  for (auto* kv : arrays.envp)
+    bytes += kv != nullptr ? std::strlen(kv) + 1 + sizeof(char*) : 0;
+  return error{errc::invalid_argument,
+               fmt::format("cannot start {}: {}: the arguments and "
+                           "environment take {} bytes; the kernel allows {} "
+                           "bytes in all (ARG_MAX) and {} bytes per string "
+                           "(MAX_ARG_STRLEN)",
+                           spec.executable, std::strerror(E2BIG), bytes,
+                           ::sysconf(_SC_ARG_MAX), max_argument_bytes())};
 }
 
 } // namespace
@@ -134,6 +167,8 @@ result<launched_child> launch(const launch_spec& spec) {
   pid_t pid = -1;
   int rc = ::posix_spawn(&pid, spec.executable.c_str(), &setup.actions,
                          &setup.attr, arrays.argv.data(), arrays.envp.data());
+  if (rc == E2BIG)
+    return too_long(spec, arrays);
   if (rc != 0)
     return error{errc_from_errno(rc),
                  fmt::format("cannot start {}: {}", spec.executable,

@@ -123,12 +123,18 @@ void port_lease::release() noexcept {
 
 // -- port_lease_registry ------------------------------------------------------
 
-port_lease_registry::port_lease_registry(uint16_t first, uint16_t last) {
+result<void> validate_port_range(uint16_t first, uint16_t last) {
   if (first == 0 || first > last)
-    throw exception{error{errc::invalid_argument,
-                          fmt::format("invalid port range {}-{}: expected "
-                                      "1 <= first <= last <= 65535",
-                                      first, last)}};
+    return error{errc::invalid_argument,
+                 fmt::format("invalid port range {}-{}: expected "
+                             "1 <= first <= last <= 65535",
+                             first, last)};
+  return {};
+}
+
+port_lease_registry::port_lease_registry(uint16_t first, uint16_t last) {
+  if (auto ok = validate_port_range(first, last); !ok)
+    throw exception{ok.error()};
   auto size = size_t{last} - first + 1;
   state_ = std::make_shared<detail::port_lease_state>(first, last,
                                                       random_offset(size));

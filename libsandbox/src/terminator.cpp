@@ -59,6 +59,9 @@ struct termination : std::enable_shared_from_this<termination> {
     if (pids.empty())
       return finish(0);
     signal_all(pids, plan.first);
+    // A stopped process (SIGSTOP, SIGTSTP) cannot act on the signal until
+    // it runs again; without this it would always cost the whole grace.
+    signal_all(pids, SIGCONT);
     deadline = clock::now() + plan.grace;
     poll(false);
   }

@@ -1,5 +1,7 @@
 #include "sandbox/validation.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace sandbox {
@@ -62,6 +64,15 @@ bool is_valid_env_name(std::string_view name) noexcept {
   return true;
 }
 
+size_t max_argument_bytes() noexcept {
+  // The kernel defines MAX_ARG_STRLEN as PAGE_SIZE * 32 and exports it
+  // nowhere; sysconf gives the page size of this machine.
+  constexpr size_t pages = 32;
+  constexpr long usual_page = 4096;
+  auto page = ::sysconf(_SC_PAGESIZE);
+  return static_cast<size_t>(page > 0 ? page : usual_page) * pages;
+}
+
 result<void> validate_env(const env_map& env) {
   for (const auto& [key, value] : env) {
     if (!is_valid_env_name(key))
@@ -72,6 +83,13 @@ result<void> validate_env(const env_map& env) {
         fmt::format("invalid value of environment variable {}: NUL byte at "
                     "offset {}",
                     quote_for_message(key), pos));
+    // `key=value` and its NUL travel as one string.
+    auto bytes = key.size() + value.size() + 2;
+    if (bytes > max_argument_bytes())
+      return invalid_argument(
+        fmt::format("environment variable {} is {} bytes, over the kernel's "
+                    "limit of {} bytes for one string (MAX_ARG_STRLEN)",
+                    quote_for_message(key), bytes, max_argument_bytes()));
   }
   return {};
 }
@@ -96,6 +114,12 @@ result<void> validate_command(std::string_view command) {
   if (auto pos = command.find('\0'); pos != std::string_view::npos)
     return invalid_argument(
       fmt::format("invalid command: NUL byte at offset {}", pos));
+  // Counted with its NUL, as the kernel does.
+  if (command.size() + 1 > max_argument_bytes())
+    return invalid_argument(
+      fmt::format("invalid command: {} bytes, over the kernel's limit of {} "
+                  "bytes for one argument (MAX_ARG_STRLEN)",
+                  command.size() + 1, max_argument_bytes()));
   return {};
 }
 

@@ -64,4 +64,35 @@ CAF_TEST(R7 code execution honours timeout) {
   CAF_CHECK_EQUAL(r->stdout_data, "x\n");
 }
 
+CAF_TEST(R7 a language that is no executable on PATH is not found) {
+  auto s = make_session();
+  // Shell builtins and keywords are found by `command -v` but are no
+  // interpreters; "." and ".." are directories on every PATH entry.
+  for (std::string lang : std::vector<std::string>{
+         ".", "..", "cd", "if", "eval", "set", "exit", "read", "times", "trap",
+         "export", "alias", "command", "type", "unset", "shift", "exec"}) {
+    auto r = s.execute_code("touch spawned", lang);
+    SANDBOX_REQUIRE_OK(r);
+    CAF_CHECK_EQUAL(r->exit_code, 127);
+    CAF_CHECK_EQUAL(r->stderr_data,
+                    "Language interpreter not found: " + lang + "\n");
+  }
+  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+}
+
+CAF_TEST(R7 an interpreter is looked up on the PATH of the execution) {
+  auto s = make_session();
+  auto made = s.execute("mkdir bin && "
+                        "printf '#!/bin/sh\\necho mine\\ncat\\n' > bin/mylang "
+                        "&& chmod +x bin/mylang");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
+  sandbox::exec_options opts;
+  opts.env["PATH"] = s.info()->working_directory + "/bin:/usr/bin:/bin";
+  auto r = s.execute_code("body", "mylang", opts);
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(r->stdout_data, "mine\nbody");
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -103,14 +103,19 @@ CAF_TEST(R18 create resolves and creates both directories) {
   ::chdir("/");
 }
 
-CAF_TEST(R18 home defaults to tmpdir sandbox home) {
-  embedded_node node{rcfg(), ncfg()};
+CAF_TEST(R18 home defaults to a private home under TMPDIR) {
+  // The runtime reads TMPDIR once, as it is made: no node thread runs yet.
   ::setenv("TMPDIR", dir.path.c_str(), 1);
-  auto s = blocking_session::create(node, session_config{});
+  embedded_node node{rcfg(), ncfg()};
   ::unsetenv("TMPDIR");
+  CAF_CHECK_EQUAL(node.rt()->config().temp_directory, dir.path);
+  auto s = blocking_session::create(node, session_config{});
   SANDBOX_REQUIRE_OK(s);
   auto info = s->info();
-  CAF_CHECK_EQUAL(info->home_directory, dir.path + "/sandbox/home");
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->home_directory,
+                  dir.path + "/sandbox-" + std::to_string(::geteuid())
+                    + "/home");
   // Without a working directory the session gets its own under the base.
   CAF_CHECK_EQUAL(info->working_directory,
                   dir.path + "/sessions/" + info->id);

@@ -32,7 +32,8 @@ CAF_TEST(run uses the current directory and the tmp home) {
   char buf[4096];
   std::string cwd = ::getcwd(buf, sizeof(buf));
   const char* tmp = std::getenv("TMPDIR");
-  std::string home = std::string{tmp ? tmp : "/tmp"} + "/sandbox/home";
+  std::string home = std::string{tmp ? tmp : "/tmp"} + "/sandbox-"
+                     + std::to_string(::geteuid()) + "/home";
   CAF_CHECK_EQUAL(r.out, cwd + "\n" + home + "\n");
 }
 

@@ -336,3 +336,17 @@ CAF_TEST(an invalid range is refused and ports outside the range are free) {
   CAF_CHECK_EQUAL(defaults.first(), sandbox::default_first_leased_port);
   CAF_CHECK_EQUAL(defaults.last(), sandbox::default_last_leased_port);
 }
+
+CAF_TEST(validate_port_range names an empty or inverted range) {
+  for (auto [first, last] : {std::pair<uint16_t, uint16_t>{0, 0},
+                             std::pair<uint16_t, uint16_t>{50000, 40000},
+                             std::pair<uint16_t, uint16_t>{0, 10}}) {
+    auto ok = sandbox::validate_port_range(first, last);
+    CAF_REQUIRE(!ok);
+    CAF_CHECK(ok.error().code == errc::invalid_argument);
+    auto range = std::to_string(first) + "-" + std::to_string(last);
+    CAF_CHECK_NOT_EQUAL(ok.error().message.find(range), std::string::npos);
+  }
+  CAF_CHECK(sandbox::validate_port_range(1, 1));
+  CAF_CHECK(sandbox::validate_port_range(1, 65535));
+}

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include <unistd.h>
+
 #include "sandbox/validation.hpp"
 
 using namespace std::literals;
@@ -160,4 +162,34 @@ CAF_TEST(a command with a NUL byte is invalid and names the offset) {
   CAF_CHECK_EQUAL(message_of(res), "invalid command: NUL byte at offset 6");
   CAF_CHECK_EQUAL(message_of(sandbox::validate_command("\0"sv)),
                   "invalid command: NUL byte at offset 0");
+}
+
+CAF_TEST(the single argument limit is 32 pages) {
+  CAF_CHECK_EQUAL(sandbox::max_argument_bytes(),
+                  static_cast<size_t>(::sysconf(_SC_PAGESIZE)) * 32);
+}
+
+CAF_TEST(a command over the single argument limit is invalid naming it) {
+  auto limit = sandbox::max_argument_bytes();
+  CAF_CHECK(sandbox::validate_command(std::string(limit - 1, 'x')));
+  auto res = sandbox::validate_command(std::string(limit, 'x'));
+  CAF_CHECK(fails_with_invalid_argument(res));
+  CAF_CHECK_EQUAL(message_of(res),
+                  "invalid command: " + std::to_string(limit + 1)
+                    + " bytes, over the kernel's limit of "
+                    + std::to_string(limit)
+                    + " bytes for one argument (MAX_ARG_STRLEN)");
+}
+
+CAF_TEST(an env entry over the single argument limit names the variable) {
+  auto limit = sandbox::max_argument_bytes();
+  // "K=" + value + NUL
+  CAF_CHECK(sandbox::validate_env({{"K", std::string(limit - 3, 'v')}}));
+  auto res = sandbox::validate_env({{"K", std::string(limit - 2, 'v')}});
+  CAF_CHECK(fails_with_invalid_argument(res));
+  CAF_CHECK_EQUAL(message_of(res),
+                  "environment variable \"K\" is " + std::to_string(limit + 1)
+                    + " bytes, over the kernel's limit of "
+                    + std::to_string(limit)
+                    + " bytes for one string (MAX_ARG_STRLEN)");
 }

@@ -42,8 +42,12 @@ struct launched_child {
 /// beyond 0, 1 and 2. The launch is a pipeline of small steps, each in
 /// launcher.cpp: pipes, file actions, attributes, environment, spawn, pidfd.
 ///
-/// Errors: `path_not_found` if `cwd` or the executable does not exist,
-/// `permission_denied` if either is not accessible, `io_error` otherwise.
+/// Errors: `path_not_found` if `cwd` or the executable does not exist or
+/// `cwd` is not a directory (`working directory does not exist: <cwd>`,
+/// `working directory is not a directory: <cwd>`), `permission_denied` if
+/// either is not accessible (the message names which), `invalid_argument`
+/// when arguments and environment exceed the kernel's limits (E2BIG; the
+/// message names ARG_MAX and MAX_ARG_STRLEN), `io_error` otherwise.
 result<launched_child> launch(const launch_spec& spec);
 
 /// Returns the environment of this process as a map.

@@ -16,6 +16,12 @@ constexpr uint16_t default_first_leased_port = 20000;
 /// Last port of the default lease range (inclusive).
 constexpr uint16_t default_last_leased_port = 59999;
 
+/// Checks a lease range: `first` to `last`, both inclusive, non-empty and
+/// without port 0.
+/// @returns `invalid_argument` naming the range otherwise:
+///   `invalid port range 50000-40000: expected 1 <= first <= last <= 65535`.
+result<void> validate_port_range(uint16_t first, uint16_t last);
+
 namespace detail {
 
 struct port_lease_state;
@@ -87,7 +93,8 @@ class port_lease_registry {
 public:
   /// Makes a registry leasing ports from `first` to `last`, both inclusive.
   /// @throws sandbox::exception with `errc::invalid_argument` naming the
-  ///         range when `first` is 0 or `first > last`.
+  ///         range when `first` is 0 or `first > last` (check it first with
+  ///         `validate_port_range`).
   explicit port_lease_registry(uint16_t first = default_first_leased_port,
                                uint16_t last = default_last_leased_port);
 

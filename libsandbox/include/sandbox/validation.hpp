@@ -28,12 +28,21 @@ std::string quote_for_message(std::string_view in);
 /// `^[A-Za-z_][A-Za-z0-9_]*$` (ASCII only; the empty name is invalid).
 bool is_valid_env_name(std::string_view name) noexcept;
 
+/// Returns the kernel's limit on the size of one argument or one
+/// `NAME=value` environment string of `execve`, terminating NUL included
+/// (`MAX_ARG_STRLEN`: 32 pages, 128 KiB with 4 KiB pages). A longer string
+/// makes the launch fail with E2BIG whatever the total size.
+size_t max_argument_bytes() noexcept;
+
 /// Checks every name of `env` (R3) and every value.
 /// @returns nothing on success.
 /// @returns `invalid_argument` naming the first bad key in map order:
-///   `invalid environment variable name: "<key>"`, or, for a value that
-///   holds a NUL byte (it cannot travel through `environ`),
-///   `invalid value of environment variable "<key>": NUL byte at offset N`.
+///   `invalid environment variable name: "<key>"`; for a value that holds a
+///   NUL byte (it cannot travel through `environ`),
+///   `invalid value of environment variable "<key>": NUL byte at offset N`;
+///   for an entry longer than `max_argument_bytes()`,
+///   `environment variable "<key>" is N bytes, over the kernel's limit of M
+///   bytes for one string (MAX_ARG_STRLEN)`.
 result<void> validate_env(const env_map& env);
 
 /// Checks a language name of `execute_code` against R7:
@@ -41,10 +50,13 @@ result<void> validate_env(const env_map& env);
 /// @returns `invalid_argument` with `invalid language: "<language>"`.
 result<void> validate_language(std::string_view language);
 
-/// Checks that `command` can be passed to `sh -c` as one argument, i.e. that
-/// it holds no NUL byte. The empty command is valid (sh runs nothing).
+/// Checks that `command` can be passed to `sh -c` as one argument: it holds
+/// no NUL byte and fits `max_argument_bytes()`. The empty command is valid
+/// (sh runs nothing).
 /// @returns `invalid_argument` with
-///   `invalid command: NUL byte at offset N`.
+///   `invalid command: NUL byte at offset N`, or
+///   `invalid command: N bytes, over the kernel's limit of M bytes for one
+///   argument (MAX_ARG_STRLEN)`.
 result<void> validate_command(std::string_view command);
 
 } // namespace sandbox

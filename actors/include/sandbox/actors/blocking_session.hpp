@@ -1,5 +1,7 @@
 #pragma once
 
+#include <signal.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,7 +67,7 @@ public:
   result<void> write_stdin(std::string data);
   result<void> close_stdin();
   /// Signals the process group; default SIGTERM.
-  result<void> kill(int32_t sig = 15);
+  result<void> kill(int32_t sig = SIGTERM);
   /// Waits for the exit; the result's exit code follows R6.
   result<exec_result> wait();
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -30,6 +31,9 @@ struct process_params {
   bool spawned = false;
   /// Written to the child's stdin, which is then closed (execute_code).
   std::optional<std::string> initial_stdin;
+  /// The session, told `exited` when the result exists. Weak: the session
+  /// holds its children, not the other way round.
+  caf::actor_addr session;
 };
 
 struct process_state;

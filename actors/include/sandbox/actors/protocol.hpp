@@ -333,8 +333,9 @@ using restricted_session = caf::typed_actor<
   // R10: starts a live process with a stdin pipe.
   caf::replies_to<spawn_atom, std::string, exec_options,
                   chunk_sink>::with<process_actor, int32_t>,
-  // R2: cancels the execution whose options carried this cancel key;
-  // answers whether one was found.
+  // R2: cancels the running execution whose options carried this cancel
+  // key (a running execution holds a key alone); answers whether one was
+  // running.
   caf::replies_to<cancel_atom, std::string>::with<bool>,
   // The session's filesystem worker (fails with `session_stopped` after
   // stop).
@@ -348,9 +349,11 @@ using session_actor = restricted_session::extend<
   caf::replies_to<info_atom>::with<session_info>>;
 
 /// The full interface of the session actor: the public one plus the
-/// completion of its staged stop, sent from the reactor.
+/// completion of its staged stop, sent from the reactor, and the news from
+/// one of its process actors (the sender) that its child has finished.
 using session_actor_impl
-  = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>>;
+  = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>,
+                          caf::reacts_to<exited_atom>>;
 
 /// Returns the restricted view of `s` (R20).
 inline restricted_session restricted(const session_actor& s) {

@@ -7,29 +7,45 @@
 
 #include "sandbox/execution.hpp"
 #include "sandbox/reactor.hpp"
+#include "sandbox/errc.hpp"
 #include "sandbox/reaper.hpp"
 #include "sandbox/terminator.hpp"
 
 namespace sandbox::actors {
 
-/// Settings of a node that every session shares.
+/// Settings of a node that every session shares. `validate` says whether a
+/// node can work with them; a node started with invalid ones refuses every
+/// request with that error.
 struct runtime_config {
-  /// The shell that runs commands (R1): `<shell> -c <command>`.
+  /// The shell that runs commands (R1): `<shell> -c <command>`. An absolute
+  /// path to an executable file.
   std::string shell = "/bin/sh";
-  /// Threads of the shared reactor.
+  /// Threads of the shared reactor; at least 1.
   size_t reactor_threads = 2;
-  /// Retained bytes per stream of a result (R9).
+  /// Retained bytes per stream of a result (R9); at least 1.
   uint64_t output_cap = default_output_cap;
-  /// SIGTERM, grace, SIGKILL (§3).
+  /// SIGTERM, grace, SIGKILL (§3): `first` a signal number, `grace` and
+  /// `verify` not negative, `poll` positive.
   stop_plan stop;
   /// How long an execution whose shell has exited waits for a background
-  /// descendant to close the output pipes before its result is delivered.
+  /// descendant to close the output pipes before its result is delivered;
+  /// not negative.
   std::chrono::milliseconds linger{100};
+  /// Where the default home of sessions lives:
+  /// `<temp_directory>/sandbox-<uid>/home`. Empty: `$TMPDIR` as the runtime
+  /// is made, or `/tmp` when that is unset or empty.
+  std::string temp_directory;
   /// Reap every orphan re-parented to the node, not only the ones known to
   /// be a session's. Set it when the process is only a node (CLI, serve);
   /// leave it off when a host application waits for children of its own.
   bool reap_all_orphans = false;
 };
+
+/// Checks every value of `cfg`, including that the shell is an absolute
+/// path to an executable regular file.
+/// @returns `invalid_argument` naming the first bad value, e.g.
+///   `invalid runtime_config.reactor_threads 0: must be at least 1`.
+result<void> validate(const runtime_config& cfg);
 
 /// What a node shares with its sessions and process actors: the reactor
 /// that watches every child, the subreaper, the node's environment and
@@ -37,6 +53,8 @@ struct runtime_config {
 /// uses it, so it outlives the last child.
 class runtime {
 public:
+  /// Takes `cfg` as it is (the node validates it); an empty
+  /// `temp_directory` is resolved here.
   explicit runtime(runtime_config cfg = {});
 
   ~runtime();

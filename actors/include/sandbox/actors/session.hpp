@@ -17,8 +17,12 @@ struct session_params {
   std::string id;
   /// Absolute, existing.
   std::string working_directory;
-  /// Absolute, existing; becomes HOME (R4).
+  /// Absolute; becomes HOME (R4). Exists unless `private_home` is set.
   std::string home_directory;
+  /// `home_directory` is the default home: the session makes it (private
+  /// to the user, lstat-checked) at its first execution, so that a session
+  /// used only for files needs no usable temp directory.
+  bool private_home = false;
   env_map env;
   /// The session's one leased TCP port (R18); released when it stops.
   /// Shared only because actor arguments must be copyable.
@@ -35,11 +39,13 @@ session_behavior(session_actor_impl::stateful_pointer<session_state> self,
 /// Spawns a session actor.
 session_actor spawn_session(caf::actor_system& sys, session_params params);
 
-/// Resolves the directories of `cfg` (R18: absolute, created with mkdir -p;
-/// home defaults to `<tmpdir>/sandbox/home`), validates its env (R3) and
-/// gives the session a random UUID.
-/// Errors: `invalid_argument` (bad env name), `permission_denied` or
-/// `io_error` (a directory cannot be created).
+/// Resolves the directories of `cfg` (R18: absolute, created with mkdir -p),
+/// validates its env (R3) and gives the session a random UUID. An empty
+/// home becomes the default home `<temp_directory>/sandbox-<uid>/home`,
+/// created only at the first execution (see `session_params`).
+/// Errors: `invalid_argument` (bad env name, a directory with a NUL byte,
+/// naming the field), `permission_denied` or `io_error` (a directory cannot
+/// be created, the current directory cannot be determined).
 /// An empty working directory becomes `<base_directory>/<id>` when
 /// `base_directory` is set, else the current directory.
 result<session_params> make_session_params(runtime_ptr rt,

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sandbox/errc.hpp"
+
+namespace sandbox {
+
+/// Mode of the directories a session creates for its working directory and
+/// an explicit home (before the umask).
+constexpr unsigned session_directory_mode = 0755;
+
+/// Mode of the per-user directory that holds the default home, and of the
+/// default home itself: nobody else may enter them.
+constexpr unsigned private_directory_mode = 0700;
+
+/// Returns the current directory.
+/// @returns `io_error` (or the errno's code) naming getcwd when it fails,
+///          e.g. because the directory was removed.
+result<std::string> current_directory();
+
+/// Creates `path` and its missing parents (`mkdir -p`, mode
+/// `session_directory_mode`) and checks that it is a directory. `what`
+/// names the path in messages, e.g. "working directory".
+/// @returns the path on success.
+/// @returns `invalid_argument` when `path` is empty or exists but is not a
+///          directory, the errno's code (`permission_denied`,
+///          `path_not_found`, `io_error`) naming the component that could
+///          not be created.
+result<std::string> make_directories(std::string path, std::string_view what);
+
+/// Returns the default home of the sessions of this user under
+/// `temp_directory`: `<temp_directory>/sandbox-<euid>/home`.
+std::string default_home(std::string_view temp_directory);
+
+/// Makes the default home `home` (as returned by `default_home`) ready for
+/// use: its parent (the per-user directory) and `home` itself are created
+/// with mode `private_directory_mode` when missing, and both are checked
+/// with lstat to be real directories (not symlinks) owned by the effective
+/// user with no access for group or others. Nothing is ever created
+/// through a symlink another user planted.
+/// @returns `permission_denied` naming the path when a check fails (a
+///          symlink, another owner, a mode that lets others in), the
+///          errno's code naming the path when it cannot be created (e.g. a
+///          missing or read-only temp directory).
+result<void> make_private_home(const std::string& home);
+
+} // namespace sandbox

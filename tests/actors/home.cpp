@@ -1,0 +1,195 @@
+#define CAF_SUITE actors.home
+#include "caf/test/unit_test.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "fixture.hpp"
+#include "sandbox/actors/blocking_files.hpp"
+
+using namespace sandbox;
+using namespace sandbox::actors;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A node whose temp directory is a fresh one of this test, so that the
+/// default home lands in it and the test never touches the real $TMPDIR.
+struct fixture {
+  test::temp_dir dir;
+  std::string tmp = dir.path + "/tmp";
+  std::string private_dir = fmt::format("{}/sandbox-{}", tmp, ::getuid());
+  std::string home = private_dir + "/home";
+  std::unique_ptr<embedded_node> node;
+
+  fixture() {
+    ::mkdir(tmp.c_str(), 01777);
+    ::chmod(tmp.c_str(), 01777);
+  }
+
+  void start(std::string temp_directory) {
+    runtime_config cfg;
+    cfg.temp_directory = std::move(temp_directory);
+    cfg.reap_all_orphans = true;
+    node = std::make_unique<embedded_node>(cfg);
+  }
+
+  /// A session with the default home.
+  blocking_session make_session() {
+    if (!node)
+      start(tmp);
+    session_config cfg;
+    cfg.working_directory = dir.path + "/work";
+    auto s = blocking_session::create(*node, cfg);
+    if (!s)
+      CAF_FAIL("create failed: " << s.error().message);
+    return std::move(*s);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(home_tests, fixture)
+
+CAF_TEST(the default home is private to the user) {
+  auto s = make_session();
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->home_directory, home);
+  auto r = s.execute("echo $HOME; touch $HOME/x");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data, home + "\n");
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  for (auto& path : {private_dir, home}) {
+    struct stat st;
+    CAF_REQUIRE_EQUAL(::lstat(path.c_str(), &st), 0);
+    CAF_CHECK(S_ISDIR(st.st_mode));
+    CAF_CHECK_EQUAL(st.st_mode & 07777, 0700u);
+    CAF_CHECK_EQUAL(st.st_uid, ::getuid());
+  }
+  // A second session of the same user shares it.
+  auto t = make_session();
+  r = t.execute("test -e $HOME/x");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+}
+
+CAF_TEST(a symlink planted at the private directory is refused) {
+  auto victim = dir.path + "/victim";
+  CAF_REQUIRE_EQUAL(::mkdir(victim.c_str(), 0777), 0);
+  CAF_REQUIRE_EQUAL(::symlink(victim.c_str(), private_dir.c_str()), 0);
+  auto s = make_session();
+  auto r = s.execute("echo pwned > $HOME/x");
+  CAF_REQUIRE(!r);
+  CAF_CHECK(r.error().code == errc::permission_denied);
+  CAF_CHECK(contains(r.error().message, private_dir));
+  CAF_CHECK(contains(r.error().message, "symlink"));
+  // Nothing was created through the link.
+  struct stat st;
+  CAF_CHECK_NOT_EQUAL(::lstat((victim + "/home").c_str(), &st), 0);
+}
+
+CAF_TEST(a symlink planted at the home itself is refused) {
+  auto victim = dir.path + "/victim";
+  CAF_REQUIRE_EQUAL(::mkdir(victim.c_str(), 0777), 0);
+  CAF_REQUIRE_EQUAL(::mkdir(private_dir.c_str(), 0700), 0);
+  CAF_REQUIRE_EQUAL(::symlink(victim.c_str(), home.c_str()), 0);
+  auto s = make_session();
+  auto r = s.execute("echo pwned > $HOME/x");
+  CAF_REQUIRE(!r);
+  CAF_CHECK(r.error().code == errc::permission_denied);
+  CAF_CHECK(contains(r.error().message, home));
+  struct stat st;
+  CAF_CHECK_NOT_EQUAL(::lstat((victim + "/x").c_str(), &st), 0);
+}
+
+CAF_TEST(a private directory that others can enter is refused) {
+  CAF_REQUIRE_EQUAL(::mkdir(private_dir.c_str(), 0700), 0);
+  CAF_REQUIRE_EQUAL(::chmod(private_dir.c_str(), 0755), 0);
+  auto s = make_session();
+  auto r = s.execute("true");
+  CAF_REQUIRE(!r);
+  CAF_CHECK(r.error().code == errc::permission_denied);
+  CAF_CHECK(contains(r.error().message, private_dir));
+  CAF_CHECK(contains(r.error().message, "0755"));
+}
+
+CAF_TEST(a private directory owned by another user is refused) {
+  if (::geteuid() != 0) {
+    CAF_MESSAGE("skipped: only root can give a directory to another user");
+    return;
+  }
+  CAF_REQUIRE_EQUAL(::mkdir(private_dir.c_str(), 0700), 0);
+  CAF_REQUIRE_EQUAL(::chown(private_dir.c_str(), 65534, 65534), 0);
+  auto s = make_session();
+  auto r = s.execute("true");
+  CAF_REQUIRE(!r);
+  CAF_CHECK(r.error().code == errc::permission_denied);
+  CAF_CHECK(contains(r.error().message, private_dir));
+  CAF_CHECK(contains(r.error().message, "owned by uid 65534"));
+}
+
+CAF_TEST(an unusable temp directory is named in full) {
+  start(dir.path + "/missing");
+  auto s = make_session();
+  auto r = s.execute("true");
+  CAF_REQUIRE(!r);
+  CAF_CHECK(contains(r.error().message,
+                     fmt::format("{}/missing/sandbox-{}", dir.path,
+                                 ::getuid())));
+}
+
+CAF_TEST(file operations need no home) {
+  // /proc takes no new directories: the home cannot be made there.
+  start("/proc");
+  auto s = make_session();
+  auto files = files_of(s);
+  SANDBOX_REQUIRE_OK(files);
+  SANDBOX_REQUIRE_OK(files->write_file("f", "data"));
+  auto data = files->read_file("f");
+  SANDBOX_REQUIRE_OK(data);
+  CAF_CHECK_EQUAL(*data, "data");
+  // A command needs one, and says why it has none.
+  auto r = s.execute("true");
+  CAF_REQUIRE(!r);
+  CAF_CHECK(contains(r.error().message, "/proc/sandbox-"));
+}
+
+CAF_TEST(an explicit home is created at once) {
+  start(tmp);
+  session_config cfg;
+  cfg.working_directory = dir.path + "/work";
+  cfg.home_directory = dir.path + "/explicit/home";
+  auto s = blocking_session::create(*node, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  struct stat st;
+  CAF_CHECK_EQUAL(::lstat(cfg.home_directory.c_str(), &st), 0);
+  CAF_CHECK(S_ISDIR(st.st_mode));
+}
+
+CAF_TEST(NUL bytes in the session directories are refused naming them) {
+  start(tmp);
+  session_config cfg;
+  cfg.working_directory = dir.path + std::string("/badwd/a\0zz", 11);
+  cfg.home_directory = dir.path + "/home";
+  auto s = blocking_session::create(*node, cfg);
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(s.error().message, "working_directory"));
+  struct stat st;
+  CAF_CHECK_NOT_EQUAL(::lstat((dir.path + "/badwd").c_str(), &st), 0);
+  cfg.working_directory = dir.path + "/work";
+  cfg.home_directory = dir.path + std::string("/badhome/a\0zz", 13);
+  s = blocking_session::create(*node, cfg);
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(s.error().message, "home_directory"));
+  CAF_CHECK_NOT_EQUAL(::lstat((dir.path + "/badhome").c_str(), &st), 0);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

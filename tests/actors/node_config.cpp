@@ -1,0 +1,144 @@
+#define CAF_SUITE actors.node_config
+#include "caf/test/unit_test.hpp"
+
+#include <signal.h>
+
+#include "fixture.hpp"
+
+using namespace std::chrono_literals;
+using namespace sandbox;
+using namespace sandbox::actors;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Checks that `cfg` is refused as `invalid_argument` naming `what`.
+void check_refused(const runtime_config& cfg, const std::string& what) {
+  auto ok = validate(cfg);
+  CAF_REQUIRE(!ok);
+  CAF_CHECK(ok.error().code == errc::invalid_argument);
+  if (!contains(ok.error().message, what))
+    CAF_FAIL("message does not name " << what << ": "
+                                      << ok.error().message);
+}
+
+struct fixture {
+  test::temp_dir dir;
+
+  session_config scfg() {
+    session_config cfg;
+    cfg.home_directory = dir.path + "/home";
+    return cfg;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(node_config_tests, fixture)
+
+CAF_TEST(the default configurations are valid) {
+  CAF_CHECK(validate(runtime_config{}));
+  CAF_CHECK(validate(node_config{}));
+}
+
+CAF_TEST(an inverted port range is refused at every request naming it) {
+  node_config ncfg;
+  ncfg.first_port = 50000;
+  ncfg.last_port = 40000;
+  auto ok = validate(ncfg);
+  CAF_REQUIRE(!ok);
+  CAF_CHECK(ok.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(ok.error().message, "50000-40000"));
+  embedded_node node{runtime_config{}, ncfg};
+  // The node does not die: every request gets the same error, not a
+  // `request_receiver_down`.
+  for (int i = 0; i < 2; ++i) {
+    auto s = blocking_session::create(node, scfg());
+    CAF_REQUIRE(!s);
+    CAF_CHECK(s.error().code == errc::invalid_argument);
+    CAF_CHECK(contains(s.error().message, "50000-40000"));
+  }
+  auto all = node.list();
+  CAF_REQUIRE(!all);
+  CAF_CHECK(all.error().code == errc::invalid_argument);
+  auto stopped = node.stop_all();
+  CAF_REQUIRE(!stopped);
+  CAF_CHECK(stopped.error().code == errc::invalid_argument);
+}
+
+CAF_TEST(an empty port range is refused) {
+  node_config ncfg;
+  ncfg.first_port = 0;
+  ncfg.last_port = 0;
+  auto ok = validate(ncfg);
+  CAF_REQUIRE(!ok);
+  CAF_CHECK(contains(ok.error().message, "0-0"));
+  embedded_node node{runtime_config{}, ncfg};
+  auto s = blocking_session::create(node, scfg());
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == errc::invalid_argument);
+}
+
+CAF_TEST(a base directory with a NUL byte is refused) {
+  node_config ncfg;
+  ncfg.base_directory = std::string("/tmp/a\0b", 8);
+  auto ok = validate(ncfg);
+  CAF_REQUIRE(!ok);
+  CAF_CHECK(ok.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(ok.error().message, "base_directory"));
+}
+
+CAF_TEST(every unusable runtime value is refused naming it) {
+  auto with = [](auto change) {
+    runtime_config cfg;
+    change(cfg);
+    return cfg;
+  };
+  check_refused(with([](runtime_config& c) { c.shell = ""; }), "shell");
+  check_refused(with([](runtime_config& c) { c.shell = "sh"; }), "shell");
+  check_refused(with([](runtime_config& c) { c.shell = "/no/such/shell"; }),
+                "/no/such/shell");
+  check_refused(with([](runtime_config& c) { c.shell = "/"; }), "shell");
+  check_refused(with([](runtime_config& c) {
+                  c.shell = std::string("/bin/sh\0x", 9);
+                }),
+                "shell");
+  test::temp_dir dir;
+  auto plain = dir.path + "/plain";
+  CAF_REQUIRE_EQUAL(std::system(("touch '" + plain + "'").c_str()), 0);
+  check_refused(with([&](runtime_config& c) { c.shell = plain; }), plain);
+  check_refused(with([](runtime_config& c) { c.reactor_threads = 0; }),
+                "reactor_threads");
+  check_refused(with([](runtime_config& c) { c.output_cap = 0; }),
+                "output_cap");
+  check_refused(with([](runtime_config& c) { c.stop.first = 0; }),
+                "stop.first");
+  check_refused(with([](runtime_config& c) { c.stop.first = SIGRTMAX + 1; }),
+                "stop.first");
+  check_refused(with([](runtime_config& c) { c.stop.grace = -1ms; }),
+                "stop.grace");
+  check_refused(with([](runtime_config& c) { c.stop.verify = -1ms; }),
+                "stop.verify");
+  check_refused(with([](runtime_config& c) { c.stop.poll = 0ms; }),
+                "stop.poll");
+  check_refused(with([](runtime_config& c) { c.linger = -1ms; }), "linger");
+  check_refused(with([](runtime_config& c) {
+                  c.temp_directory = std::string("/tmp\0x", 6);
+                }),
+                "temp_directory");
+}
+
+CAF_TEST(a node whose runtime config is unusable refuses every create) {
+  runtime_config rcfg;
+  rcfg.shell = "/no/such/shell";
+  embedded_node node{rcfg, node_config{}};
+  auto s = blocking_session::create(node, scfg());
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(s.error().message, "/no/such/shell"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,0 +1,78 @@
+#define CAF_SUITE actors.stopped_child
+#include "caf/test/unit_test.hpp"
+
+#include <chrono>
+
+#include "fixture.hpp"
+
+using namespace std::chrono_literals;
+using namespace sandbox;
+using namespace sandbox::actors;
+
+namespace {
+
+/// A node whose grace period is far longer than any test may take: a
+/// SIGTERM that cannot act makes the test hang, not pass.
+struct fixture {
+  test::temp_dir dir;
+  embedded_node node{config()};
+
+  static runtime_config config() {
+    runtime_config cfg;
+    cfg.stop.grace = 30s;
+    cfg.reap_all_orphans = true;
+    return cfg;
+  }
+
+  blocking_session make_session() {
+    session_config cfg;
+    cfg.working_directory = dir.path + "/work";
+    cfg.home_directory = dir.path + "/home";
+    auto s = blocking_session::create(node, cfg);
+    if (!s)
+      CAF_FAIL("create failed: " << s.error().message);
+    return std::move(*s);
+  }
+};
+
+/// Starts a background shell that stops itself (SIGSTOP) and returns once
+/// the kernel reports it stopped.
+constexpr const char* self_stopping
+  = "sh -c 'kill -STOP $$; echo never' & "
+    "until grep -q '^State:.*stopped' /proc/$!/status; do :; done; "
+    "echo stopped";
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(stopped_child_tests, fixture)
+
+CAF_TEST(a stopped descendant ends on the first signal of a stop) {
+  auto s = make_session();
+  auto r = s.execute(self_stopping);
+  SANDBOX_REQUIRE_OK(r);
+  CAF_REQUIRE_EQUAL(r->stdout_data, "stopped\n");
+  auto receipt = s.stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->ended, 1u);
+  // SIGCONT after SIGTERM lets it act on the SIGTERM: no SIGKILL needed.
+  CAF_CHECK_EQUAL(receipt->killed, 0u);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(a stopped descendant does not hold a timeout back for the grace) {
+  auto s = make_session();
+  auto marker = test::node_fixture::marker(s);
+  exec_options opts;
+  opts.timeout = 1s;
+  auto begin = std::chrono::steady_clock::now();
+  auto r = s.execute(std::string{self_stopping} + "; wait", opts);
+  auto took = std::chrono::steady_clock::now() - begin;
+  SANDBOX_REQUIRE_OK(r);
+  // Without SIGCONT this result would come only after the whole grace.
+  CAF_CHECK(took < config().stop.grace / 2);
+  CAF_CHECK(r->reason == exit_reason::timeout);
+  CAF_CHECK_EQUAL(r->stdout_data, "stopped\n");
+  CAF_CHECK_EQUAL(test::processes_with(marker), 0u);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
