@@ -80,7 +80,7 @@ namespace {
 
 using self_ptr = session_actor_impl::stateful_pointer<session_state>;
 
-caf::error stopped_error(const session_state& st) {
+caf::error session_stopped(const session_state& st) {
   return stopped_error(fmt::format("session {}", st.p.id));
 }
 
@@ -281,7 +281,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
            chunk_sink& sink) -> caf::result<exec_result> {
       auto& st = self->state;
       if (st.stopped)
-        return stopped_error(st);
+        return session_stopped(st);
       auto id = st.p.rt->next_id();
       auto s = start(self, prepare(st, cmd, opts, id), opts, std::move(sink),
                      id, std::nullopt);
@@ -293,7 +293,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
            exec_options& opts, chunk_sink& sink) -> caf::result<exec_result> {
       auto& st = self->state;
       if (st.stopped)
-        return stopped_error(st);
+        return session_stopped(st);
       if (auto ok = validate_language(language); !ok)
         return to_caf(ok.error());
       auto id = st.p.rt->next_id();
@@ -310,7 +310,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
            chunk_sink& sink) -> caf::result<process_actor, int32_t> {
       auto& st = self->state;
       if (st.stopped)
-        return stopped_error(st);
+        return session_stopped(st);
       auto id = st.p.rt->next_id();
       // A spawned process keeps its stdin open for `stdin` and `close`.
       auto s = start(self, prepare(st, cmd, opts, id), opts, std::move(sink),
@@ -358,7 +358,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
     [self](files_atom) -> caf::result<filesystem_actor> {
       auto& st = self->state;
       if (st.stopped)
-        return stopped_error(st);
+        return session_stopped(st);
       // Spawned on first use: an idle session costs no worker.
       if (!st.files) {
         st.files = spawn_filesystem(self->system(), st.p.working_directory);

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/fs/directories.hpp"
+
 namespace sandbox {
 
 namespace {
@@ -63,23 +65,9 @@ result<std::string> current_directory() {
 result<std::string> make_directories(std::string path, std::string_view what) {
   if (path.empty())
     return error{errc::invalid_argument, fmt::format("{} is empty", what)};
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    partial = path.substr(0, pos);
-    if (partial.empty())
-      continue;
-    if (::mkdir(partial.c_str(), session_directory_mode) != 0
-        && errno != EEXIST)
-      return error{errc_from_errno(errno),
-                   fmt::format("cannot create {} {}: {}", what, partial,
-                               std::strerror(errno))};
-  }
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
-    return error{errc::invalid_argument,
-                 fmt::format("{} is not a directory: {}", what, path)};
+  if (auto ok = fs::make_directories(path, session_directory_mode); !ok)
+    return error{ok.error().code, fmt::format("cannot create {} {}: {}", what,
+                                              path, ok.error().message)};
   return path;
 }
 
