@@ -3,8 +3,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cerrno>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "sandbox/reaper.hpp"
 
 namespace sandbox {
 
@@ -56,10 +61,20 @@ child_process::~child_process() {
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     // SIGKILL cannot be caught; the reap is immediate unless the child sits
-    // in uninterruptible sleep.
+    // in uninterruptible sleep. Nobody learns the status: a failure (the
+    // kernel reaped an ignored SIGCHLD's child) changes nothing here.
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR)
+      ;
+    release();
   }
+}
+
+void child_process::release() {
+  // After the reap, never before: until then the pid is ours and no other
+  // child can reuse it, and the reaper must not steal the zombie.
+  if (owned_)
+    reaper::release_owned(pid_);
 }
 
 void child_process::start_read(stream_kind stream) {
@@ -118,16 +133,29 @@ void child_process::on_pidfd_ready() {
   // A readable pidfd means the child is a zombie now; mark it first so that
   // no signal can reach a recycled pid after the reap.
   exited_ = true;
-  auto rc = ::waitpid(pid_, &status, WNOHANG);
+  pid_t rc;
+  while ((rc = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR)
+    ;
+  auto err = errno;
   if (rc == 0) {
     exited_ = false;
     watch_exit();
     return;
   }
+  // Reaped, or gone for good (waitpid failed): either way it is not ours
+  // to reap any more.
+  release();
   boost::system::error_code ignored;
   pidfd_.close(ignored);
-  if (events_.on_exit)
-    events_.on_exit(rc == pid_ ? status : 0);
+  if (!events_.on_exit)
+    return;
+  if (rc == pid_)
+    events_.on_exit(status);
+  else
+    events_.on_exit(make_errno_error(
+      err, fmt::format("cannot collect the exit status of process {}: "
+                       "waitpid",
+                       pid_)));
 }
 
 void child_process::write_stdin(uint64_t id, std::string data) {

@@ -20,16 +20,23 @@
 
 namespace sandbox {
 
+class reaper;
+
 /// Receives what a child does. Every callback runs on a reactor thread and
 /// must not block; the actor layer turns each call into a message.
 struct child_events {
   /// A piece of output. At most `window` pieces per stream are delivered
   /// before `child_process::grant` is called for that stream (backpressure).
   std::function<void(stream_kind, std::string)> on_output;
-  /// The stream reached end of file (or was closed by `close_output`).
+  /// The stream reached end of file (or was closed by
+  /// `close_output_after`).
   std::function<void(stream_kind)> on_eof;
-  /// The child exited and was reaped; `status` is the raw wait status.
-  std::function<void(int status)> on_exit;
+  /// The child exited and was reaped; the value is the raw wait status.
+  /// When the status cannot be collected (waitpid fails, e.g. because the
+  /// host process sets SIGCHLD to SIG_IGN and the kernel reaped the child
+  /// itself), an `io_error` naming the pid and the errno: never a status
+  /// made up in its place.
+  std::function<void(result<int> status)> on_exit;
   /// A stdin write finished; `err` is 0 or an errno value.
   std::function<void(uint64_t id, int err)> on_stdin_written;
 };
@@ -37,6 +44,11 @@ struct child_events {
 /// One running child on the shared reactor: its pipes are read
 /// asynchronously, its exit is watched through a pidfd. All state is owned by
 /// the strand; the public functions post onto it and are thread-safe.
+///
+/// The child is reaped exactly once, by the exit watch or, if it is still
+/// running when the last reference drops, by the destructor (after SIGKILL
+/// to its group). A child started under `reaper::launch_owned` is released
+/// from the reaper's registry of owned children at that reap.
 class child_process : public std::enable_shared_from_this<child_process> {
 public:
   /// Bytes read from a pipe at a time.
@@ -97,7 +109,11 @@ private:
     bool eof = false;
   };
 
+  friend class reaper;
+
   child_process(reactor& r, pid_t pid);
+  /// Releases the pid from the reaper's registry once it is reaped.
+  void release();
   void start_read(stream_kind stream);
   void finish_stream(stream_kind stream);
   void watch_exit();
@@ -124,6 +140,8 @@ private:
   bool writing_ = false;
   bool close_stdin_after_writes_ = false;
   std::atomic<bool> exited_{false};
+  /// Registered by `reaper::launch_owned` before the object is shared.
+  bool owned_ = false;
 };
 
 } // namespace sandbox
