@@ -170,13 +170,11 @@ void terminate_child(self_ptr self, exit_reason why) {
     st.session_stopped = true;
     return;
   }
-  tree_query q;
-  q.groups = {st.child->pid()};
-  q.roots = {st.child->pid()};
-  q.marker_prefix = st.p.marker_prefix;
+  auto pid = st.child->pid();
   auto handle = caf::actor_cast<process_actor_impl>(self);
-  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
-                  {st.child->pid()}, st.p.rt->config().stop,
+  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(),
+                  executions_query({pid}, {}, st.p.marker_prefix), {pid},
+                  st.p.rt->config().stop,
                   [handle](stop_receipt receipt) {
                     caf::anon_send(handle, ended_atom_v, receipt);
                   });

@@ -166,7 +166,7 @@ void child_process::write_stdin(uint64_t id, std::string data) {
         self->events_.on_stdin_written(id, EPIPE);
       return;
     }
-    self->writes_.push_back({id, std::move(data), 0});
+    self->writes_.push_back({id, std::move(data)});
     self->pump_stdin();
   });
 }
@@ -209,13 +209,6 @@ void child_process::close_stdin() {
   asio::post(strand_, [self = shared_from_this()] {
     self->close_stdin_after_writes_ = true;
     self->pump_stdin();
-  });
-}
-
-void child_process::close_output() {
-  asio::post(strand_, [self = shared_from_this()] {
-    self->finish_stream(stream_kind::out);
-    self->finish_stream(stream_kind::err);
   });
 }
 

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -81,19 +81,19 @@ public:
   /// Closes the child's stdin (after pending writes).
   void close_stdin();
 
-  /// Stops reading output: both streams report EOF now. Used once the
-  /// result is due while a background descendant still holds the pipes.
-  void close_output();
-
-  /// Calls `close_output` after `delay` unless both streams reach EOF
-  /// first. The timer lives on the reactor, so it holds no actor alive.
+  /// Stops reading output after `delay` unless both streams reach EOF
+  /// first: both streams then report EOF. Used once the child has exited
+  /// while a background descendant still holds the pipes. The timer lives
+  /// on the reactor, so it holds no actor alive.
   void close_output_after(std::chrono::milliseconds delay);
 
   /// Sends `sig` to the child's whole process group.
   void signal_group(int sig) const noexcept;
 
-  /// Drops all callbacks and closes every descriptor; the child, if still
-  /// running, is killed (SIGKILL to its group) and reaped when it exits.
+  /// Drops all callbacks and closes every descriptor, so that the strand
+  /// holds no reference to this object any more. It does not kill the
+  /// child: the destructor does, whenever the last reference drops (a
+  /// child still running then gets SIGKILL to its group and is reaped).
   void shutdown();
 
 private:
@@ -134,7 +134,6 @@ private:
   struct pending_write {
     uint64_t id;
     std::string data;
-    size_t offset;
   };
   std::vector<pending_write> writes_;
   bool writing_ = false;
