@@ -57,7 +57,7 @@ child_process::child_process(reactor& r, pid_t pid)
 
 child_process::~child_process() {
   // Destruction terminates the child: a child never outlives its owner.
-  if (!exited_ && pid_ > 0) {
+  if (!reaped_ && pid_ > 0) {
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     // SIGKILL cannot be caught; the reap is immediate unless the child sits
@@ -130,15 +130,19 @@ void child_process::watch_exit() {
 
 void child_process::on_pidfd_ready() {
   int status = 0;
-  // A readable pidfd means the child is a zombie now; mark it first so that
-  // no signal can reach a recycled pid after the reap.
-  exited_ = true;
   pid_t rc;
-  while ((rc = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR)
-    ;
-  auto err = errno;
+  int err = 0;
+  {
+    // Reaping and `signal_group` exclude each other: a signal is sent only
+    // while the leader is not reaped, when neither its pid nor its process
+    // group id can belong to anyone else.
+    std::lock_guard<std::mutex> guard{reap_mutex_};
+    while ((rc = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR)
+      ;
+    err = errno;
+    reaped_ = rc != 0;
+  }
   if (rc == 0) {
-    exited_ = false;
     watch_exit();
     return;
   }
@@ -227,7 +231,8 @@ void child_process::close_output_after(std::chrono::milliseconds delay) {
 }
 
 void child_process::signal_group(int sig) const noexcept {
-  if (pid_ > 0 && !exited_) {
+  std::lock_guard<std::mutex> guard{reap_mutex_};
+  if (pid_ > 0 && !reaped_) {
     if (::kill(-pid_, sig) != 0)
       ::kill(pid_, sig);
   }

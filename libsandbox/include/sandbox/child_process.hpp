@@ -4,9 +4,9 @@
 
 #include <array>
 #include <chrono>
-#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -87,7 +87,9 @@ public:
   /// on the reactor, so it holds no actor alive.
   void close_output_after(std::chrono::milliseconds delay);
 
-  /// Sends `sig` to the child's whole process group.
+  /// Sends `sig` to the child's whole process group (to the child alone if
+  /// the group is gone), unless the child has been reaped: never to a pid
+  /// or group id that the system may have reused.
   void signal_group(int sig) const noexcept;
 
   /// Drops all callbacks and closes every descriptor, so that the strand
@@ -138,7 +140,10 @@ private:
   std::vector<pending_write> writes_;
   bool writing_ = false;
   bool close_stdin_after_writes_ = false;
-  std::atomic<bool> exited_{false};
+  /// Guards `reaped_` so that the reap and `signal_group`, which runs on
+  /// any thread, never interleave (see `on_pidfd_ready`).
+  mutable std::mutex reap_mutex_;
+  bool reaped_ = false;
   /// Registered by `reaper::launch_owned` before the object is shared.
   bool owned_ = false;
 };
