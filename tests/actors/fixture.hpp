@@ -115,7 +115,10 @@ struct node_fixture {
 
   /// The marker prefix of every process of `s`.
   static std::string marker(actors::blocking_session& s) {
-    return std::string{marker_variable} + "=" + s.info()->id + "/";
+    auto info = s.info();
+    if (!info)
+      throw std::runtime_error(info.error().message);
+    return std::string{marker_variable} + "=" + info->id + "/";
   }
 };
 

@@ -78,8 +78,10 @@ CAF_TEST(R22 stop is idempotent and later operations fail) {
   CAF_REQUIRE(!r.has_value());
   CAF_CHECK(r.error().code == errc::session_stopped);
   auto c = s.execute_code("print(1)", "python3");
+  CAF_REQUIRE(!c.has_value());
   CAF_CHECK(c.error().code == errc::session_stopped);
   auto p = s.spawn("true");
+  CAF_REQUIRE(!p.has_value());
   CAF_CHECK(p.error().code == errc::session_stopped);
   auto info = s.info();
   SANDBOX_REQUIRE_OK(info);
