@@ -1,5 +1,5 @@
-// Micro-benchmarks of the pure helpers of libsandbox: quoting, validation,
-// UTF-8 chunking (R8) and output capping (R9). Each byte-oriented benchmark
+// Micro-benchmarks of the pure helpers of libsandbox: validation, UTF-8
+// chunking (R8) and output capping (R9). Each byte-oriented benchmark
 // reports bytes per second; `BM_memcpy_baseline` copies the same 64 KiB so
 // the figures read as a ratio against a raw copy measured in the same run.
 
@@ -11,23 +11,12 @@
 
 #include "sandbox/capped_output.hpp"
 #include "sandbox/execution.hpp"
-#include "sandbox/shell_quote.hpp"
 #include "sandbox/utf8_splitter.hpp"
 #include "sandbox/validation.hpp"
 
 namespace {
 
 constexpr size_t chunk_size = 64 * 1024;
-
-/// Returns 1 KiB of text that exercises every quoting path.
-std::string hostile_kib() {
-  const std::string unit = "it's $(rm -rf /) `id` \"q\" *~\n\xC3\xA9\x01";
-  std::string out;
-  while (out.size() < 1024)
-    out += unit;
-  out.resize(1024);
-  return out;
-}
 
 /// Returns `n` bytes of mixed UTF-8: ASCII with 2-, 3- and 4-byte
 /// characters, so that chunk boundaries fall inside sequences.
@@ -52,16 +41,6 @@ void BM_memcpy_baseline(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * chunk_size);
 }
 BENCHMARK(BM_memcpy_baseline);
-
-void BM_shell_quote_hostile_1k(benchmark::State& state) {
-  auto word = hostile_kib();
-  for (auto _ : state) {
-    auto quoted = sandbox::shell_quote(word);
-    benchmark::DoNotOptimize(quoted);
-  }
-  state.SetBytesProcessed(state.iterations() * word.size());
-}
-BENCHMARK(BM_shell_quote_hostile_1k);
 
 void BM_is_valid_env_name(benchmark::State& state) {
   const std::vector<std::string> names{"PATH", "HOME", "LD_LIBRARY_PATH",

@@ -29,6 +29,9 @@ struct process_state {
   bool eof[2] = {false, false};
   bool exited = false;
   int status = 0;
+  /// The exit status could not be collected: every `wait` gets this error
+  /// instead of a result.
+  caf::error failure;
   /// Set when the execution is ended from outside (timeout, cancel, stop).
   std::optional<exit_reason> forced;
   /// The staged termination after a timeout or cancel has finished: no
@@ -119,7 +122,11 @@ void maybe_finish(self_ptr self) {
   // Retained output can be 2 × 16 MiB: it is moved, not copied, where it
   // can be.
   bool delivered = !st.waiters.empty();
-  if (delivered && !st.p.spawned && st.waiters.size() == 1) {
+  if (st.failure) {
+    st.result = exec_result{};
+    for (auto& w : st.waiters)
+      w.deliver(st.failure);
+  } else if (delivered && !st.p.spawned && st.waiters.size() == 1) {
     st.waiters.front().deliver(std::move(r));
     // Later `wait`s (none expected) still learn the exit status.
     st.result = exec_result{};
@@ -139,6 +146,25 @@ void maybe_finish(self_ptr self) {
     self->quit();
 }
 
+/// The child was reaped (by its `child_process`, which also released it
+/// from the reaper's registry of owned children).
+void child_exited(self_ptr self) {
+  auto& st = self->state;
+  st.exited = true;
+  if (st.child) {
+    // A descendant still in the child's group (`cmd &`) may outlive it:
+    // its zombie, once re-parented to the node, is ours to reap.
+    auto pgid = st.child->pid();
+    if (::kill(-pgid, 0) == 0)
+      st.p.rt->reaper()->track_group(pgid);
+  }
+  // A background descendant may hold the pipes open for as long as it
+  // lives; the result does not wait for it beyond the linger time.
+  if ((!st.eof[0] || !st.eof[1]) && st.child)
+    st.child->close_output_after(st.p.rt->config().linger);
+  maybe_finish(self);
+}
+
 /// Ends the execution from outside with `why`: a timeout or a cancel
 /// terminates the child's tree here; a session stop only marks it, since
 /// the session's sweep ends every process of its own.
@@ -151,13 +177,11 @@ void end_execution(self_ptr self, exit_reason why) {
     st.session_stopped = true;
     return;
   }
-  tree_query q;
-  q.groups = {st.child->pid()};
-  q.roots = {st.child->pid()};
-  q.marker_prefix = st.p.marker_prefix;
+  auto pid = st.child->pid();
   auto handle = caf::actor_cast<process_actor_impl>(self);
-  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
-                  {st.child->pid()}, st.p.rt->config().stop,
+  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(),
+                  executions_query({pid}, {}, st.p.marker_prefix), {pid},
+                  st.p.rt->config().stop,
                   [handle](stop_receipt receipt) {
                     caf::anon_send(handle, ended_atom_v, receipt);
                   });
@@ -174,8 +198,13 @@ void start_child(self_ptr self) {
   ev.on_eof = [handle](stream_kind s) {
     caf::anon_send(handle, eof_atom_v, static_cast<int32_t>(s));
   };
-  ev.on_exit = [handle](int status) {
-    caf::anon_send(handle, exited_atom_v, static_cast<int32_t>(status));
+  ev.on_exit = [handle](result<int> status) {
+    if (status)
+      caf::anon_send(handle, exited_atom_v, static_cast<int32_t>(*status));
+    else
+      caf::anon_send(handle, exited_atom_v,
+                     caf::make_error(status.error().code,
+                                     status.error().message));
   };
   ev.on_stdin_written = [handle](uint64_t id, int err) {
     caf::anon_send(handle, written_atom_v, id, static_cast<int32_t>(err));
@@ -243,6 +272,8 @@ process_behavior(self_ptr self, process_params params) {
       if (st.result) {
         if (!st.p.spawned)
           self->quit();
+        if (st.failure)
+          return st.failure;
         return *st.result;
       }
       auto rp = self->make_response_promise<exec_result>();
@@ -267,22 +298,12 @@ process_behavior(self_ptr self, process_params params) {
       maybe_finish(self);
     },
     [self](exited_atom, int32_t status) {
-      auto& st = self->state;
-      st.exited = true;
-      st.status = status;
-      if (st.child) {
-        st.p.rt->reaper()->release_owned(st.child->pid());
-        // A descendant still in the child's group (`cmd &`) may outlive it:
-        // its zombie, once re-parented to the node, is ours to reap.
-        auto pgid = st.child->pid();
-        if (::kill(-pgid, 0) == 0)
-          st.p.rt->reaper()->track_group(pgid);
-      }
-      // A background descendant may hold the pipes open for as long as it
-      // lives; the result does not wait for it beyond the linger time.
-      if ((!st.eof[0] || !st.eof[1]) && st.child)
-        st.child->close_output_after(st.p.rt->config().linger);
-      maybe_finish(self);
+      self->state.status = status;
+      child_exited(self);
+    },
+    [self](exited_atom, caf::error& err) {
+      self->state.failure = std::move(err);
+      child_exited(self);
     },
     [self](written_atom, uint64_t id, int32_t err) {
       auto& st = self->state;

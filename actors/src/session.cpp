@@ -63,14 +63,10 @@ struct session_state {
   ~session_state() {
     if (stopped || !p.rt)
       return;
-    tree_query q;
-    q.groups = groups;
-    q.marker_prefix = marker_prefix;
     std::vector<pid_t> own;
-    for (auto& [addr, c] : children) {
-      q.roots.push_back(c.pid);
+    for (auto& [addr, c] : children)
       own.push_back(c.pid);
-    }
+    auto q = executions_query(own, groups, marker_prefix);
     async_terminate(p.rt->reactor(), p.rt->reaper(), std::move(q),
                     std::move(own), p.rt->config().stop, nullptr);
   }
@@ -226,13 +222,9 @@ void begin_stop(self_ptr self) {
   st.stopped = true;
   if (st.files)
     caf::anon_send(st.files, stop_atom_v);
-  tree_query q;
-  q.groups = st.groups;
-  q.marker_prefix = st.marker_prefix;
   std::vector<pid_t> own;
   for (auto& [addr, c] : st.children) {
     self->send(c.handle, end_atom_v, exit_reason::stopped);
-    q.roots.push_back(c.pid);
     own.push_back(c.pid);
     // Every execution in flight ends with `stopped` before the receipt.
     ++st.awaiting;
@@ -255,6 +247,7 @@ void begin_stop(self_ptr self) {
     return;
   }
   auto handle = caf::actor_cast<session_actor_impl>(self);
+  auto q = executions_query(own, st.groups, st.marker_prefix);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,
                   [handle](stop_receipt receipt) {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/utf8_splitter.hpp"
+
 namespace sandbox {
 
 capped_output::capped_output(uint64_t cap)
@@ -33,19 +35,44 @@ void capped_output::append(std::string_view data) {
     bounded_append(head_, data.substr(0, n), head_cap_);
     data.remove_prefix(n);
   }
-  if (!data.empty())
-    append_tail(data);
+  if (data.empty())
+    return;
+  if (after_head_size_ < sizeof(after_head_)) {
+    auto n = std::min(sizeof(after_head_) - after_head_size_, data.size());
+    std::memcpy(after_head_ + after_head_size_, data.data(), n);
+    after_head_size_ += n;
+  }
+  append_tail(data);
+}
+
+void capped_output::note_dropped(std::string_view data) noexcept {
+  constexpr size_t window = sizeof(last_dropped_);
+  if (data.size() >= window) {
+    std::memcpy(last_dropped_, data.data() + data.size() - window, window);
+    last_dropped_size_ = window;
+    return;
+  }
+  auto keep = std::min(last_dropped_size_, window - data.size());
+  std::memmove(last_dropped_, last_dropped_ + last_dropped_size_ - keep,
+               keep);
+  std::memcpy(last_dropped_ + keep, data.data(), data.size());
+  last_dropped_size_ = keep + data.size();
 }
 
 void capped_output::append_tail(std::string_view data) {
   if (tail_cap_ == 0) {
     dropped_ += data.size();
+    note_dropped(data);
     return;
   }
   if (data.size() >= tail_cap_) {
     // The new bytes alone fill the ring: all it held and the start of
     // `data` fall out.
     dropped_ += tail_.size() + (data.size() - tail_cap_);
+    std::string_view ring{tail_.data(), tail_.size()};
+    note_dropped(ring.substr(tail_start_));
+    note_dropped(ring.substr(0, tail_start_));
+    note_dropped(data.substr(0, data.size() - tail_cap_));
     data.remove_prefix(data.size() - tail_cap_);
     tail_.clear();
     bounded_append(tail_, data, tail_cap_);
@@ -62,6 +89,12 @@ void capped_output::append_tail(std::string_view data) {
   }
   // The ring is full: every new byte overwrites the oldest one.
   dropped_ += data.size();
+  char overwritten[sizeof(last_dropped_)];
+  size_t n = 0;
+  for (auto i = data.size() - std::min(data.size(), sizeof(overwritten));
+       i < data.size(); ++i)
+    overwritten[n++] = tail_[(tail_start_ + i) % tail_cap_];
+  note_dropped(std::string_view{overwritten, n});
   auto first = std::min(data.size(), tail_cap_ - tail_start_);
   std::memcpy(tail_.data() + tail_start_, data.data(), first);
   std::memcpy(tail_.data(), data.data() + first, data.size() - first);
@@ -72,18 +105,82 @@ std::string capped_output::marker(uint64_t n) {
   return fmt::format("\n[sandbox: {} bytes dropped]\n", n);
 }
 
+size_t capped_output::tail_prefix(char* out, size_t n) const noexcept {
+  n = std::min(n, tail_.size());
+  for (size_t i = 0; i < n; ++i)
+    out[i] = tail_[(tail_start_ + i) % tail_.size()];
+  return n;
+}
+
+capped_output::cut_shift capped_output::shift_cuts() const noexcept {
+  cut_shift shift;
+  if (dropped_ == 0)
+    return shift; // the stream is retained whole: there is no cut
+  std::string_view head{head_.data(), head_.size()};
+  // The head ends with the start of a sequence: drop it if the bytes that
+  // followed it in the stream complete a valid character.
+  if (auto k = utf8_incomplete_tail(head); k > 0) {
+    char seq[6];
+    std::memcpy(seq, head.data() + head.size() - k, k);
+    std::memcpy(seq + k, after_head_, after_head_size_);
+    if (utf8_sequence_at(std::string_view{seq, k + after_head_size_}) > 0)
+      shift.head = k;
+  }
+  // The tail starts with continuation bytes: drop them if the bytes that
+  // preceded them in the stream (the last dropped ones, or the end of the
+  // head when fewer than three were dropped) start a valid character that
+  // they complete.
+  char first[4];
+  auto first_size = tail_prefix(first, sizeof(first));
+  if (first_size == 0 || (first[0] & 0xC0) != 0x80)
+    return shift;
+  char before[3];
+  auto from_head = std::min(head.size(), sizeof(before) - last_dropped_size_);
+  std::memcpy(before, head.data() + head.size() - from_head, from_head);
+  std::memcpy(before + from_head, last_dropped_, last_dropped_size_);
+  auto before_size = from_head + last_dropped_size_;
+  // The lead byte is the last byte before the tail that is no continuation.
+  size_t lead = before_size;
+  while (lead > 0 && (before[lead - 1] & 0xC0) == 0x80)
+    --lead;
+  if (lead == 0)
+    return shift;
+  --lead;
+  char seq[7];
+  auto in_before = before_size - lead;
+  std::memcpy(seq, before + lead, in_before);
+  std::memcpy(seq + in_before, first, first_size);
+  auto len = utf8_sequence_at(std::string_view{seq, in_before + first_size});
+  if (len > in_before)
+    shift.tail = len - in_before;
+  return shift;
+}
+
+uint64_t capped_output::dropped_bytes() const noexcept {
+  auto shift = shift_cuts();
+  return dropped_ + shift.head + shift.tail;
+}
+
 std::string capped_output::take() {
+  auto shift = shift_cuts();
+  dropped_ += shift.head + shift.tail;
   std::string mark = dropped_ > 0 ? marker(dropped_) : std::string{};
   std::string out;
   out.reserve(head_.size() + mark.size() + tail_.size());
-  out.append(head_.data(), head_.size());
+  out.append(head_.data(), head_.size() - shift.head);
   out += mark;
   // The ring holds the oldest byte at `tail_start_` (0 while not full).
-  out.append(tail_.data() + tail_start_, tail_.size() - tail_start_);
-  out.append(tail_.data(), tail_start_);
+  // The first `shift.tail` bytes in that order are left out.
+  std::string_view ring{tail_.data(), tail_.size()};
+  auto older = ring.substr(tail_start_);
+  auto skip = std::min(shift.tail, older.size());
+  out.append(older.substr(skip));
+  out.append(ring.substr(0, tail_start_).substr(shift.tail - skip));
   std::vector<char>{}.swap(head_);
   std::vector<char>{}.swap(tail_);
   tail_start_ = 0;
+  after_head_size_ = 0;
+  last_dropped_size_ = 0;
   return out;
 }
 
@@ -93,6 +190,8 @@ void capped_output::reset() noexcept {
   tail_start_ = 0;
   dropped_ = 0;
   total_ = 0;
+  after_head_size_ = 0;
+  last_dropped_size_ = 0;
 }
 
 } // namespace sandbox

@@ -3,8 +3,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cerrno>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <fmt/format.h>
+
+#include "sandbox/reaper.hpp"
 
 namespace sandbox {
 
@@ -52,14 +57,24 @@ child_process::child_process(reactor& r, pid_t pid)
 
 child_process::~child_process() {
   // Destruction terminates the child: a child never outlives its owner.
-  if (!exited_ && pid_ > 0) {
+  if (!reaped_ && pid_ > 0) {
     ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     // SIGKILL cannot be caught; the reap is immediate unless the child sits
-    // in uninterruptible sleep.
+    // in uninterruptible sleep. Nobody learns the status: a failure (the
+    // kernel reaped an ignored SIGCHLD's child) changes nothing here.
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR)
+      ;
+    release();
   }
+}
+
+void child_process::release() {
+  // After the reap, never before: until then the pid is ours and no other
+  // child can reuse it, and the reaper must not steal the zombie.
+  if (owned_)
+    reaper::release_owned(pid_);
 }
 
 void child_process::start_read(stream_kind stream) {
@@ -115,19 +130,36 @@ void child_process::watch_exit() {
 
 void child_process::on_pidfd_ready() {
   int status = 0;
-  // A readable pidfd means the child is a zombie now; mark it first so that
-  // no signal can reach a recycled pid after the reap.
-  exited_ = true;
-  auto rc = ::waitpid(pid_, &status, WNOHANG);
+  pid_t rc;
+  int err = 0;
+  {
+    // Reaping and `signal_group` exclude each other: a signal is sent only
+    // while the leader is not reaped, when neither its pid nor its process
+    // group id can belong to anyone else.
+    std::lock_guard<std::mutex> guard{reap_mutex_};
+    while ((rc = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR)
+      ;
+    err = errno;
+    reaped_ = rc != 0;
+  }
   if (rc == 0) {
-    exited_ = false;
     watch_exit();
     return;
   }
+  // Reaped, or gone for good (waitpid failed): either way it is not ours
+  // to reap any more.
+  release();
   boost::system::error_code ignored;
   pidfd_.close(ignored);
-  if (events_.on_exit)
-    events_.on_exit(rc == pid_ ? status : 0);
+  if (!events_.on_exit)
+    return;
+  if (rc == pid_)
+    events_.on_exit(status);
+  else
+    events_.on_exit(make_errno_error(
+      err, fmt::format("cannot collect the exit status of process {}: "
+                       "waitpid",
+                       pid_)));
 }
 
 void child_process::write_stdin(uint64_t id, std::string data) {
@@ -138,7 +170,7 @@ void child_process::write_stdin(uint64_t id, std::string data) {
         self->events_.on_stdin_written(id, EPIPE);
       return;
     }
-    self->writes_.push_back({id, std::move(data), 0});
+    self->writes_.push_back({id, std::move(data)});
     self->pump_stdin();
   });
 }
@@ -184,13 +216,6 @@ void child_process::close_stdin() {
   });
 }
 
-void child_process::close_output() {
-  asio::post(strand_, [self = shared_from_this()] {
-    self->finish_stream(stream_kind::out);
-    self->finish_stream(stream_kind::err);
-  });
-}
-
 void child_process::close_output_after(std::chrono::milliseconds delay) {
   asio::post(strand_, [self = shared_from_this(), delay] {
     if (self->out_.eof && self->err_.eof)
@@ -206,7 +231,8 @@ void child_process::close_output_after(std::chrono::milliseconds delay) {
 }
 
 void child_process::signal_group(int sig) const noexcept {
-  if (pid_ > 0 && !exited_) {
+  std::lock_guard<std::mutex> guard{reap_mutex_};
+  if (pid_ > 0 && !reaped_) {
     if (::kill(-pid_, sig) != 0)
       ::kill(pid_, sig);
   }

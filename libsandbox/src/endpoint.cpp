@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/validation.hpp"
+
 namespace sandbox {
 
 namespace {
@@ -19,29 +21,6 @@ bool is_lowercase_scheme(std::string_view str) noexcept {
   return true;
 }
 
-// Quotes `str` for an error message, escaping quotes, backslashes and
-// non-printable bytes, so the message stays one printable line.
-std::string quoted(std::string_view str) {
-  std::string result = "\"";
-  for (auto c : str) {
-    auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      result += '\\';
-      result += c;
-    } else if (c == '\n') {
-      result += "\\n";
-    } else if (c == '\t') {
-      result += "\\t";
-    } else if (byte < 0x20 || byte >= 0x7F) {
-      result += fmt::format("\\x{:02x}", byte);
-    } else {
-      result += c;
-    }
-  }
-  result += '"';
-  return result;
-}
-
 } // namespace
 
 result<std::string> port_endpoint(uint16_t port, std::string_view protocol) {
@@ -49,7 +28,7 @@ result<std::string> port_endpoint(uint16_t port, std::string_view protocol) {
     return error{errc::invalid_argument,
                  fmt::format("invalid protocol {}: expected a lowercase URI "
                              "scheme matching ^[a-z][a-z0-9+.-]*$",
-                             quoted(protocol))};
+                             quote_for_message(protocol))};
   return fmt::format("{}://127.0.0.1:{}", protocol, port);
 }
 

@@ -32,8 +32,8 @@ bool read_small_file(const char* path, std::string& out) {
   }
 }
 
-// /proc/PID/stat: "pid (comm) state ppid pgrp session ..." where comm may
-// contain spaces and parentheses, so parse from the last ')'.
+// /proc/PID/stat: "pid (comm) state ppid pgrp ..." where comm may contain
+// spaces and parentheses, so parse from the last ')'.
 bool parse_stat(const std::string& text, proc_entry& e) {
   auto close = text.rfind(')');
   if (close == std::string::npos || close + 2 >= text.size())
@@ -43,7 +43,6 @@ bool parse_stat(const std::string& text, proc_entry& e) {
   char* end = nullptr;
   e.ppid = static_cast<pid_t>(std::strtol(p + 1, &end, 10));
   e.pgid = static_cast<pid_t>(std::strtol(end, &end, 10));
-  e.sid = static_cast<pid_t>(std::strtol(end, &end, 10));
   return true;
 }
 
@@ -86,6 +85,20 @@ bool environ_has_prefix(pid_t pid, std::string_view prefix) {
     pos = end + 1;
   }
   return false;
+}
+
+tree_query executions_query(const std::vector<pid_t>& children,
+                            const std::vector<pid_t>& groups,
+                            std::string marker_prefix) {
+  tree_query q;
+  q.groups = groups;
+  q.groups.insert(q.groups.end(), children.begin(), children.end());
+  std::sort(q.groups.begin(), q.groups.end());
+  q.groups.erase(std::unique(q.groups.begin(), q.groups.end()),
+                 q.groups.end());
+  q.roots = children;
+  q.marker_prefix = std::move(marker_prefix);
+  return q;
 }
 
 std::vector<pid_t> find_members(const tree_query& q) {

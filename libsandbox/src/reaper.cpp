@@ -61,14 +61,31 @@ std::mutex& reaper::own_mutex() {
   return mtx;
 }
 
-std::unordered_set<pid_t>& reaper::own_set() {
-  static std::unordered_set<pid_t> pids;
+std::unordered_multiset<pid_t>& reaper::own_set() {
+  static std::unordered_multiset<pid_t> pids;
   return pids;
+}
+
+result<std::shared_ptr<child_process>> reaper::launch_owned(
+  const std::function<result<std::shared_ptr<child_process>>()>& launch) {
+  std::lock_guard<std::mutex> guard{own_mutex()};
+  auto child = launch();
+  if (child && (*child)->pid() > 0) {
+    own_set().insert((*child)->pid());
+    (*child)->owned_ = true;
+  }
+  return child;
 }
 
 void reaper::release_owned(pid_t pid) {
   std::lock_guard<std::mutex> guard{own_mutex()};
-  own_set().erase(pid);
+  if (auto i = own_set().find(pid); i != own_set().end())
+    own_set().erase(i);
+}
+
+size_t reaper::owned_count() {
+  std::lock_guard<std::mutex> guard{own_mutex()};
+  return own_set().size();
 }
 
 void reaper::track_pid(pid_t pid) {

@@ -64,6 +64,17 @@ size_t utf8_incomplete_tail(std::string_view data) noexcept {
   return 0;
 }
 
+size_t utf8_sequence_at(std::string_view data) noexcept {
+  auto bytes = reinterpret_cast<const unsigned char*>(data.data());
+  auto len = data.empty() ? 0 : sequence_length(bytes[0]);
+  if (len == 0 || data.size() < len || !valid_second(bytes[0], bytes[1]))
+    return 0;
+  for (size_t i = 2; i < len; ++i)
+    if (!is_continuation(bytes[i]))
+      return 0;
+  return len;
+}
+
 std::string utf8_splitter::feed(std::string_view in) {
   std::string out;
   feed_into(in, out);

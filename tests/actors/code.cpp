@@ -48,17 +48,21 @@ CAF_TEST(R7 a bad language is invalid_argument and nothing runs) {
     CAF_REQUIRE(!r.has_value());
     CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
   }
-  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
 CAF_TEST(R7 code execution honours timeout) {
   auto s = make_session();
-  sandbox::exec_options opts;
-  // Long enough for python3 to start and print on a loaded machine.
-  opts.timeout = std::chrono::milliseconds{2000};
-  auto r = s.execute_code("import time\nprint('x', flush=True)\n"
-                          "time.sleep(30)\n",
-                          "python3", opts);
+  auto r = sandbox::test::run_until_streamed(
+    [&s](const sandbox::exec_options& o,
+         const sandbox::actors::chunk_callback& f) {
+      return s.execute_code("import time\nprint('x', flush=True)\n"
+                            "time.sleep(30)\n",
+                            "python3", o, f);
+    },
+    "x\n", std::chrono::milliseconds{500});
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 124);
   CAF_CHECK_EQUAL(r->stdout_data, "x\n");

@@ -10,6 +10,15 @@ using sandbox::exec_options;
 using sandbox::exit_reason;
 using sandbox::stream_kind;
 
+namespace {
+
+// R4 needs a variable in the node's process environment. setenv races with
+// any thread reading the environment (the node's threads do), so it runs
+// during static initialisation, while the process has one thread.
+const bool r4_node_env = ::setenv("SANDBOX_R4_NODE", "node", 1) == 0;
+
+} // namespace
+
 CAF_TEST_FIXTURE_SCOPE(execute_tests, sandbox::test::node_fixture)
 
 CAF_TEST(R1 a command streams its chunks then exactly one result) {
@@ -64,7 +73,9 @@ CAF_TEST(R2 a missing cwd is an error before anything is spawned) {
   CAF_REQUIRE(!r.has_value());
   CAF_CHECK(r.error().code == sandbox::errc::path_not_found);
   CAF_CHECK(r.error().message.find("no/such/dir") != std::string::npos);
-  CAF_CHECK(!s.execute("test -e spawned")->exit_code == 0);
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
 CAF_TEST(R3 a bad env name is invalid_argument naming the key) {
@@ -80,8 +91,11 @@ CAF_TEST(R3 a bad env name is invalid_argument naming the key) {
   exec_options opts;
   opts.env["BAD-NAME"] = "v";
   auto r = s.execute("true", opts);
+  CAF_REQUIRE(!r.has_value());
   CAF_CHECK(r.error().message.find("BAD-NAME") != std::string::npos);
-  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
 CAF_TEST(R3 env values are passed verbatim without interpolation) {
@@ -94,8 +108,9 @@ CAF_TEST(R3 env values are passed verbatim without interpolation) {
 }
 
 CAF_TEST(R4 env precedence is node then HOME then session then call) {
-  ::setenv("SANDBOX_R4_NODE", "node", 1);
-  // The runtime snapshots the node env at creation: make a fresh node.
+  // SANDBOX_R4_NODE is set before main (see `r4_node_env`). The runtime
+  // snapshots the node env at creation: make a fresh node.
+  CAF_REQUIRE(r4_node_env);
   sandbox::actors::embedded_node fresh;
   sandbox::actors::session_config cfg;
   cfg.working_directory = dir.path + "/w4";
@@ -119,9 +134,11 @@ CAF_TEST(R4 env precedence is node then HOME then session then call) {
 
 CAF_TEST(R5 a timeout ends the group and keeps the partial output) {
   auto s = make_session();
-  exec_options opts;
-  opts.timeout = 300ms;
-  auto r = s.execute("echo before; sleep 30; echo after", opts);
+  auto r = sandbox::test::run_until_streamed(
+    [&s](const exec_options& o, const sandbox::actors::chunk_callback& f) {
+      return s.execute_streaming("echo before; sleep 30; echo after", o, f);
+    },
+    "before\n", 300ms);
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->reason == exit_reason::timeout);
   CAF_CHECK_EQUAL(r->exit_code, 124);
@@ -131,12 +148,16 @@ CAF_TEST(R5 a timeout ends the group and keeps the partial output) {
 CAF_TEST(R5 a timeout ends a background grandchild and a setsid escaper) {
   auto s = make_session();
   auto marker = this->marker(s);
-  exec_options opts;
-  opts.timeout = 300ms;
-  auto r = s.execute("sleep 30 & setsid sleep 31 & echo started; wait",
-                     opts);
+  // "started" comes after both background jobs were forked.
+  auto r = sandbox::test::run_until_streamed(
+    [&s](const exec_options& o, const sandbox::actors::chunk_callback& f) {
+      return s.execute_streaming(
+        "sleep 30 & setsid sleep 31 & echo started; wait", o, f);
+    },
+    "started\n", 300ms);
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->reason == exit_reason::timeout);
+  CAF_CHECK_EQUAL(r->stdout_data, "started\n");
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }
 

@@ -9,7 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/proc_stats.hpp"
@@ -17,19 +22,33 @@
 
 namespace sandbox::test {
 
-/// Counts descriptors that stay open. The reactor holds one or two for a
-/// moment while it scans /proc (after each SIGCHLD), so a sample may be high
-/// by those: sample after round trips through `s` until the count reaches
-/// `expected`, at most 500 times, and return the smallest count seen. A
-/// real leak never comes back down.
-template <class Session>
-size_t settled_fds(Session& s, size_t expected) {
-  size_t best = open_fd_count();
-  for (int i = 0; i < 500 && best > expected; ++i) {
-    (void) s.info();
-    best = std::min(best, open_fd_count());
+/// Counts the descriptors of this process that an execution could leak:
+/// every open descriptor except reads of /proc. The subreaper (after each
+/// SIGCHLD) and the stop sweep open /proc entries on reactor threads at any
+/// moment and close them before they return, so those are left out; the
+/// descriptors of an execution (its pipes, its pidfd) are all closed before
+/// its result is delivered. The count is therefore exact right after a
+/// reply: no sampling, no waiting.
+inline size_t plumbing_fds() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr)
+    throw std::runtime_error("cannot list /proc/self/fd");
+  size_t n = 0;
+  char target[PATH_MAX];
+  while (auto* e = ::readdir(d)) {
+    if (e->d_name[0] == '.')
+      continue;
+    auto link = std::string{"/proc/self/fd/"} + e->d_name;
+    auto len = ::readlink(link.c_str(), target, sizeof(target));
+    if (len < 0)
+      continue; // closed since the directory was read: not held
+    std::string_view t{target, static_cast<size_t>(len)};
+    if (t == "/proc" || t.substr(0, 6) == "/proc/")
+      continue; // includes the directory stream listing /proc/self/fd
+    ++n;
   }
-  return best;
+  ::closedir(d);
+  return n;
 }
 
 /// Live processes whose environment carries `marker` (KEY=VALUE prefix).
@@ -49,11 +68,18 @@ inline size_t zombie_children() {
   return n;
 }
 
+/// A fresh directory under $TMPDIR (/tmp when unset), removed with its
+/// contents at the end of the test.
 struct temp_dir {
   std::string path;
   temp_dir() {
-    char tmpl[] = "/tmp/sandbox-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string{base != nullptr && *base != '\0' ? base
+                                                                    : "/tmp"}
+                       + "/sandbox-test-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw std::runtime_error("mkdtemp failed in " + tmpl);
+    path = tmpl;
   }
   ~temp_dir() {
     std::string cmd = "rm -rf '" + path + "'";
@@ -89,9 +115,37 @@ struct node_fixture {
 
   /// The marker prefix of every process of `s`.
   static std::string marker(actors::blocking_session& s) {
-    return std::string{marker_variable} + "=" + s.info()->id + "/";
+    auto info = s.info();
+    if (!info)
+      throw std::runtime_error(info.error().message);
+    return std::string{marker_variable} + "=" + info->id + "/";
   }
 };
+
+/// Runs an execution that prints `line` on stdout and then blocks until its
+/// timeout ends it, and returns the result of an attempt in which `line` was
+/// streamed before that end. A timeout is a deadline, not an event: on a
+/// loaded machine it may expire before the child printed anything, and the
+/// test would check nothing. Whether the line came first is decided by an
+/// event (its chunk arrived); an attempt that the deadline won is repeated
+/// with twice the timeout, `attempts` times at most. `run(opts, on_chunk)`
+/// performs one execution with `opts` (its timeout set by this function).
+template <class Run>
+result<exec_result> run_until_streamed(Run run, const std::string& line,
+                                       std::chrono::milliseconds timeout,
+                                       exec_options opts = {},
+                                       int attempts = 5) {
+  for (int i = 1;; ++i, timeout *= 2) {
+    opts.timeout = timeout;
+    std::string out;
+    auto r = run(opts, [&out](const output_chunk& c) {
+      if (c.stream == stream_kind::out)
+        out += c.data;
+    });
+    if (!r || out.find(line) != std::string::npos || i == attempts)
+      return r;
+  }
+}
 
 inline const char* test_child() {
   return SANDBOX_TEST_CHILD;

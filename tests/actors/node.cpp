@@ -270,6 +270,7 @@ CAF_TEST(R21 a passing on_first_create runs with the restricted view) {
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
   auto r = s->execute("cat .initialised");
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "ready\n");
 }
 

@@ -66,7 +66,9 @@ CAF_TEST(R10 writing to an exited process fails cleanly) {
   SANDBOX_REQUIRE_OK(p);
   CAF_REQUIRE(p->wait().has_value());
   auto w = p->write_stdin("late");
-  CAF_CHECK(!w.has_value());
+  CAF_REQUIRE(!w.has_value());
+  CAF_CHECK(w.error().code == sandbox::errc::invalid_argument);
+  CAF_CHECK(w.error().message.find("exited") != std::string::npos);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -2,7 +2,6 @@
 #include "caf/test/unit_test.hpp"
 
 #include <optional>
-#include <thread>
 
 #include "fixture.hpp"
 
@@ -47,16 +46,26 @@ CAF_TEST(R22 executions in flight end with exit reason stopped) {
 
 CAF_TEST(R22 children that ignore SIGTERM are killed after the grace) {
   auto s = make_session();
-  auto p = s.spawn(std::string{sandbox::test::test_child()}
-                   + " ignore-term 30000");
-  SANDBOX_REQUIRE_OK(p);
-  // Wait until the child has installed its handler: it says so.
-  auto sink = s.execute("true");
-  SANDBOX_REQUIRE_OK(sink);
-  auto receipt = s.stop();
-  SANDBOX_REQUIRE_OK(receipt);
-  CAF_CHECK_EQUAL(receipt->survivors, 0u);
-  CAF_CHECK(receipt->ended >= 1u);
+  auto other = sandbox::actors::blocking_session{node.system(), s.handle()};
+  // The child prints "ready" once SIGTERM is ignored; the stop is sent from
+  // the chunk callback after that line, so SIGTERM surely finds the handler
+  // installed and only SIGKILL can end the child.
+  std::string seen;
+  std::optional<sandbox::result<sandbox::stop_receipt>> receipt;
+  auto r = s.execute_streaming(std::string{sandbox::test::test_child()}
+                                 + " ignore-term 30000",
+                               {}, [&](const sandbox::output_chunk& c) {
+                                 seen += c.data;
+                                 if (!receipt && seen == "ready\n")
+                                   receipt = other.stop();
+                               });
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK(r->reason == exit_reason::stopped);
+  CAF_REQUIRE(receipt.has_value());
+  SANDBOX_REQUIRE_OK(*receipt);
+  CAF_CHECK_EQUAL((*receipt)->survivors, 0u);
+  CAF_CHECK((*receipt)->ended >= 1u);
+  CAF_CHECK((*receipt)->killed >= 1u);
 }
 
 CAF_TEST(R22 stop is idempotent and later operations fail) {
@@ -69,8 +78,10 @@ CAF_TEST(R22 stop is idempotent and later operations fail) {
   CAF_REQUIRE(!r.has_value());
   CAF_CHECK(r.error().code == errc::session_stopped);
   auto c = s.execute_code("print(1)", "python3");
+  CAF_REQUIRE(!c.has_value());
   CAF_CHECK(c.error().code == errc::session_stopped);
   auto p = s.spawn("true");
+  CAF_REQUIRE(!p.has_value());
   CAF_CHECK(p.error().code == errc::session_stopped);
   auto info = s.info();
   SANDBOX_REQUIRE_OK(info);

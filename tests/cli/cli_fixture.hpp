@@ -5,7 +5,10 @@
 
 #include <sys/wait.h>
 
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,27 @@ inline cli_result sandbox_cli(const std::string& args,
     cmd += " 2>&1";
   return run_shell(cmd);
 }
+
+/// A fresh directory under $TMPDIR (/tmp when unset), as an absolute path
+/// without symbolic links; removed with its contents at the end of the test.
+struct temp_dir {
+  std::string path;
+  temp_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string{base != nullptr && *base != '\0' ? base
+                                                                    : "/tmp"}
+                       + "/sandbox-cli-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw std::runtime_error("mkdtemp failed in " + tmpl);
+    char real[PATH_MAX];
+    path = ::realpath(tmpl.c_str(), real) != nullptr ? real : tmpl;
+  }
+  ~temp_dir() {
+    run_shell("rm -rf '" + path + "'");
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
 
 /// Splits JSON-lines output.
 inline std::vector<nlohmann::json> json_lines(const std::string& out) {

@@ -7,14 +7,17 @@ using sandbox::test::json_lines;
 using sandbox::test::sandbox_cli;
 
 CAF_TEST(R18 session create prints id directories and endpoint) {
-  auto r = sandbox_cli("session create --json --workdir /tmp/sandbox-cli-wd "
-                       "--home /tmp/sandbox-cli-home");
+  sandbox::test::temp_dir dir;
+  auto wd = dir.path + "/wd";
+  auto home = dir.path + "/home";
+  auto r = sandbox_cli("session create --json --workdir '" + wd
+                       + "' --home '" + home + "'");
   CAF_CHECK_EQUAL(r.status, 0);
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
   auto& j = lines[0];
-  CAF_CHECK_EQUAL(j["working_directory"], "/tmp/sandbox-cli-wd");
-  CAF_CHECK_EQUAL(j["home_directory"], "/tmp/sandbox-cli-home");
+  CAF_CHECK_EQUAL(j["working_directory"], wd);
+  CAF_CHECK_EQUAL(j["home_directory"], home);
   CAF_CHECK_EQUAL(j["id"].get<std::string>().size(), 36u);
   auto port = j["port"].get<int>();
   CAF_CHECK(port > 0);

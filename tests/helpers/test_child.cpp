@@ -3,7 +3,8 @@
 //
 //   sandbox-test-child emit BYTES          writes BYTES bytes of 'x' (fast)
 //   sandbox-test-child split-utf8          4-byte UTF-8 char across 64 KiB
-//   sandbox-test-child ignore-term MS      ignores SIGTERM, sleeps MS ms
+//   sandbox-test-child ignore-term MS      ignores SIGTERM, then prints
+//                                          "ready" and sleeps MS ms
 //   sandbox-test-child all-bytes           writes bytes 0..255 to stdout
 //   sandbox-test-child echo                copies stdin to stdout
 //   sandbox-test-child exit N              exits with status N

@@ -7,6 +7,7 @@
 
 #include "sandbox/capped_output.hpp"
 #include "sandbox/execution.hpp"
+#include "sandbox/utf8_splitter.hpp"
 
 using sandbox::capped_output;
 
@@ -160,4 +161,114 @@ CAF_TEST(R9 the last error line of a long stream is in the tail) {
   const std::string last = "error: undefined reference to `main'\n";
   CAF_CHECK_EQUAL(kept.substr(kept.size() - last.size()), last);
   CAF_CHECK(kept.find("bytes dropped]\n") != std::string::npos);
+}
+
+namespace {
+
+/// Returns whether `s` is valid UTF-8 throughout.
+bool valid_utf8(std::string_view s) {
+  while (!s.empty()) {
+    if (static_cast<unsigned char>(s[0]) < 0x80) {
+      s.remove_prefix(1);
+      continue;
+    }
+    auto n = sandbox::utf8_sequence_at(s);
+    if (n == 0)
+      return false;
+    s.remove_prefix(n);
+  }
+  return true;
+}
+
+/// Splits a result of `take()` at its marker into head and tail.
+std::pair<std::string, std::string> split_at_marker(const std::string& kept,
+                                                    uint64_t dropped) {
+  auto mark = capped_output::marker(dropped);
+  auto pos = kept.find(mark);
+  if (pos == std::string::npos)
+    return {kept, ""};
+  return {kept.substr(0, pos), kept.substr(pos + mark.size())};
+}
+
+} // namespace
+
+CAF_TEST(A18 retained UTF-8 output never starts or ends inside a char) {
+  std::string text = "HEAD";
+  for (int i = 0; i < 500; ++i)
+    text += "\xC3\xA9"; // é
+  text += "TAIL";
+  // 101 leaves a tail of 51 bytes, which used to start with a lone 0xA9;
+  // 102 leaves a head of 51 bytes, which used to end with a lone 0xC3.
+  for (uint64_t cap : {101u, 102u, 103u, 100u}) {
+    capped_output out{cap};
+    out.append(text);
+    auto dropped = out.dropped_bytes();
+    auto kept = out.take();
+    CAF_CHECK_EQUAL(out.dropped_bytes(), dropped);
+    CAF_CHECK(valid_utf8(kept));
+    auto [head, tail] = split_at_marker(kept, dropped);
+    CAF_CHECK_EQUAL(text.compare(0, head.size(), head), 0);
+    CAF_CHECK(text.size() >= tail.size()
+              && text.compare(text.size() - tail.size(), tail.size(), tail)
+                   == 0);
+    // The counter is exact: every byte is either kept or dropped.
+    CAF_CHECK_EQUAL(head.size() + tail.size() + dropped, text.size());
+    CAF_CHECK(head.size() + 1 >= cap / 2);
+    CAF_CHECK(tail.size() + 1 >= cap - cap / 2);
+  }
+  // The probe of the finding: the tail loses the half character.
+  capped_output out{101};
+  out.append(text);
+  CAF_CHECK_EQUAL(out.take(), text.substr(0, 50)
+                                + capped_output::marker(text.size() - 100)
+                                + text.substr(text.size() - 50));
+}
+
+CAF_TEST(A18 cuts move to character boundaries however output arrives) {
+  // Characters of every length, so that cuts fall at every offset.
+  const std::string chars[] = {"a", "\xC3\xA9", "\xE2\x82\xAC",
+                               "\xF0\x9F\x98\x80"};
+  std::mt19937 rng{18};
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    auto count = std::uniform_int_distribution<int>{0, 120}(rng);
+    for (int i = 0; i < count; ++i)
+      text += chars[std::uniform_int_distribution<int>{0, 3}(rng)];
+    auto cap = std::uniform_int_distribution<uint64_t>{0, 64}(rng);
+    capped_output out{cap};
+    std::string_view rest{text};
+    while (!rest.empty()) {
+      auto n = std::min(std::uniform_int_distribution<size_t>{1, 9}(rng),
+                        rest.size());
+      out.append(rest.substr(0, n));
+      rest.remove_prefix(n);
+    }
+    auto dropped = out.dropped_bytes();
+    auto kept = out.take();
+    CAF_CHECK(valid_utf8(kept));
+    if (text.size() <= cap) {
+      CAF_CHECK_EQUAL(kept, text);
+      continue;
+    }
+    auto [head, tail] = split_at_marker(kept, dropped);
+    CAF_CHECK_EQUAL(text.compare(0, head.size(), head), 0);
+    CAF_CHECK_EQUAL(
+      text.compare(text.size() - tail.size(), tail.size(), tail), 0);
+    CAF_CHECK_EQUAL(head.size() + tail.size() + dropped, text.size());
+    // A cut moves by less than one character.
+    CAF_CHECK(head.size() + 3 >= cap / 2);
+    CAF_CHECK(tail.size() + 3 >= cap - cap / 2);
+  }
+}
+
+CAF_TEST(A18 bytes that are not valid UTF-8 are cut where they fall) {
+  // A lead byte followed by no continuation byte, and continuation bytes
+  // after an ASCII byte: nothing there is a character to keep whole.
+  std::string data = "abc\xC3" "Z" + std::string(20, 'x') + "y\xA9\xA9" "cd";
+  capped_output out{8};
+  out.append(data);
+  CAF_CHECK_EQUAL(out.dropped_bytes(), data.size() - 8);
+  auto kept = out.take();
+  CAF_CHECK_EQUAL(kept, "abc\xC3" + capped_output::marker(data.size() - 8)
+                          + "\xA9\xA9" "cd");
 }

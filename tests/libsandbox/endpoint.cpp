@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sandbox/endpoint.hpp"
+#include "sandbox/validation.hpp"
 
 using sandbox::errc;
 using sandbox::port_endpoint;
@@ -42,14 +43,19 @@ CAF_TEST(a protocol that is not a lowercase uri scheme is refused) {
 }
 
 // §5 (errors are one line): the offending protocol is quoted with control
-// characters and non-ASCII bytes escaped.
+// characters and non-ASCII bytes escaped, the same way as every other input
+// named in a message (code review #11: one quoting, `quote_for_message`).
 CAF_TEST(an invalid protocol is quoted on one printable line) {
-  auto url = port_endpoint(8080, "ws\n\"\\\x01\xff");
+  const std::string bad = "ws\n\"\\\x01\xff";
+  auto url = port_endpoint(8080, bad);
   CAF_REQUIRE(url.has_error());
   CAF_CHECK(url.error().code == errc::invalid_argument);
   CAF_MESSAGE("message: " << url.error().message);
-  CAF_CHECK_NOT_EQUAL(url.error().message.find(R"("ws\n\"\\\x01\xff")"),
+  CAF_CHECK_NOT_EQUAL(url.error().message.find(R"("ws\x0A\"\\\x01\xFF")"),
                       std::string::npos);
+  CAF_CHECK_NOT_EQUAL(
+    url.error().message.find(sandbox::quote_for_message(bad)),
+    std::string::npos);
   for (auto c : url.error().message)
     CAF_CHECK(c >= 0x20 && c < 0x7F);
 }

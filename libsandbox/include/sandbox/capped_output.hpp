@@ -18,6 +18,14 @@ namespace sandbox {
 /// the stream. Bytes that fall out between head and tail are counted as
 /// dropped.
 ///
+/// A cut never splits a character of valid UTF-8 text: when the end of the
+/// head or the start of the tail falls inside a valid multi-byte sequence,
+/// the cut moves to the character boundary and the bytes of that character
+/// are dropped too (so the head can be up to 3 bytes shorter than `cap / 2`
+/// and the tail up to 3 bytes shorter than its share). Bytes that are not
+/// valid UTF-8 are cut where they fall. `dropped_bytes` always counts
+/// exactly the bytes of the stream that `take` leaves out.
+///
 /// Owner: the process actor that reads the stream; not thread-safe.
 class capped_output {
 public:
@@ -29,10 +37,10 @@ public:
   void append(std::string_view data);
 
   /// Returns the retained bytes: exactly the stream if nothing was dropped,
-  /// else head + `\n[sandbox: N bytes dropped]\n` + tail. Releases the
-  /// buffers; the counters keep their values, so `truncated()`,
-  /// `dropped_bytes()` and `total_bytes()` still describe the stream. Call
-  /// `reset()` before appending a new stream.
+  /// else head + `\n[sandbox: N bytes dropped]\n` + tail, where N is
+  /// `dropped_bytes()`. Releases the buffers; the counters keep their
+  /// values, so `truncated()`, `dropped_bytes()` and `total_bytes()` still
+  /// describe the stream. Call `reset()` before appending a new stream.
   std::string take();
 
   /// Forgets the stream: empty buffers, zero counters, same cap.
@@ -43,10 +51,9 @@ public:
     return dropped_ > 0;
   }
 
-  /// Returns how many bytes fell out between head and tail.
-  uint64_t dropped_bytes() const noexcept {
-    return dropped_;
-  }
+  /// Returns how many bytes fell out between head and tail, including the
+  /// bytes of a character that a cut moved past.
+  uint64_t dropped_bytes() const noexcept;
 
   /// Returns how many bytes were appended in total.
   uint64_t total_bytes() const noexcept {
@@ -81,6 +88,20 @@ private:
   /// Feeds bytes past the head into the tail ring.
   void append_tail(std::string_view data);
 
+  /// Remembers the last bytes that fell out (in stream order).
+  void note_dropped(std::string_view data) noexcept;
+
+  /// How many bytes the cuts move so that they do not split a character:
+  /// off the end of the head and off the start of the tail.
+  struct cut_shift {
+    size_t head = 0;
+    size_t tail = 0;
+  };
+  cut_shift shift_cuts() const noexcept;
+
+  /// Copies up to `n` bytes of the tail, in stream order, to `out`.
+  size_t tail_prefix(char* out, size_t n) const noexcept;
+
   size_t head_cap_;
   size_t tail_cap_;
   /// The first bytes of the stream; full once it holds `head_cap_` bytes.
@@ -91,6 +112,13 @@ private:
   size_t tail_start_ = 0;
   uint64_t dropped_ = 0;
   uint64_t total_ = 0;
+  /// The first bytes after the head and the last bytes that fell out: the
+  /// context that tells whether a cut splits a character (a UTF-8 sequence
+  /// is at most 4 bytes long).
+  char after_head_[3] = {};
+  size_t after_head_size_ = 0;
+  char last_dropped_[3] = {};
+  size_t last_dropped_size_ = 0;
 };
 
 } // namespace sandbox

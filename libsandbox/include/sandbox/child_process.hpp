@@ -4,11 +4,11 @@
 
 #include <array>
 #include <chrono>
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,16 +20,23 @@
 
 namespace sandbox {
 
+class reaper;
+
 /// Receives what a child does. Every callback runs on a reactor thread and
 /// must not block; the actor layer turns each call into a message.
 struct child_events {
   /// A piece of output. At most `window` pieces per stream are delivered
   /// before `child_process::grant` is called for that stream (backpressure).
   std::function<void(stream_kind, std::string)> on_output;
-  /// The stream reached end of file (or was closed by `close_output`).
+  /// The stream reached end of file (or was closed by
+  /// `close_output_after`).
   std::function<void(stream_kind)> on_eof;
-  /// The child exited and was reaped; `status` is the raw wait status.
-  std::function<void(int status)> on_exit;
+  /// The child exited and was reaped; the value is the raw wait status.
+  /// When the status cannot be collected (waitpid fails, e.g. because the
+  /// host process sets SIGCHLD to SIG_IGN and the kernel reaped the child
+  /// itself), an `io_error` naming the pid and the errno: never a status
+  /// made up in its place.
+  std::function<void(result<int> status)> on_exit;
   /// A stdin write finished; `err` is 0 or an errno value.
   std::function<void(uint64_t id, int err)> on_stdin_written;
 };
@@ -37,6 +44,11 @@ struct child_events {
 /// One running child on the shared reactor: its pipes are read
 /// asynchronously, its exit is watched through a pidfd. All state is owned by
 /// the strand; the public functions post onto it and are thread-safe.
+///
+/// The child is reaped exactly once, by the exit watch or, if it is still
+/// running when the last reference drops, by the destructor (after SIGKILL
+/// to its group). A child started under `reaper::launch_owned` is released
+/// from the reaper's registry of owned children at that reap.
 class child_process : public std::enable_shared_from_this<child_process> {
 public:
   /// Bytes read from a pipe at a time.
@@ -69,19 +81,21 @@ public:
   /// Closes the child's stdin (after pending writes).
   void close_stdin();
 
-  /// Stops reading output: both streams report EOF now. Used once the
-  /// result is due while a background descendant still holds the pipes.
-  void close_output();
-
-  /// Calls `close_output` after `delay` unless both streams reach EOF
-  /// first. The timer lives on the reactor, so it holds no actor alive.
+  /// Stops reading output after `delay` unless both streams reach EOF
+  /// first: both streams then report EOF. Used once the child has exited
+  /// while a background descendant still holds the pipes. The timer lives
+  /// on the reactor, so it holds no actor alive.
   void close_output_after(std::chrono::milliseconds delay);
 
-  /// Sends `sig` to the child's whole process group.
+  /// Sends `sig` to the child's whole process group (to the child alone if
+  /// the group is gone), unless the child has been reaped: never to a pid
+  /// or group id that the system may have reused.
   void signal_group(int sig) const noexcept;
 
-  /// Drops all callbacks and closes every descriptor; the child, if still
-  /// running, is killed (SIGKILL to its group) and reaped when it exits.
+  /// Drops all callbacks and closes every descriptor, so that the strand
+  /// holds no reference to this object any more. It does not kill the
+  /// child: the destructor does, whenever the last reference drops (a
+  /// child still running then gets SIGKILL to its group and is reaped).
   void shutdown();
 
 private:
@@ -97,7 +111,11 @@ private:
     bool eof = false;
   };
 
+  friend class reaper;
+
   child_process(reactor& r, pid_t pid);
+  /// Releases the pid from the reaper's registry once it is reaped.
+  void release();
   void start_read(stream_kind stream);
   void finish_stream(stream_kind stream);
   void watch_exit();
@@ -118,12 +136,16 @@ private:
   struct pending_write {
     uint64_t id;
     std::string data;
-    size_t offset;
   };
   std::vector<pending_write> writes_;
   bool writing_ = false;
   bool close_stdin_after_writes_ = false;
-  std::atomic<bool> exited_{false};
+  /// Guards `reaped_` so that the reap and `signal_group`, which runs on
+  /// any thread, never interleave (see `on_pidfd_ready`).
+  mutable std::mutex reap_mutex_;
+  bool reaped_ = false;
+  /// Registered by `reaper::launch_owned` before the object is shared.
+  bool owned_ = false;
 };
 
 } // namespace sandbox

@@ -16,7 +16,8 @@ namespace sandbox {
 ///          not a URI scheme in lowercase, i.e. does not match
 ///          `^[a-z][a-z0-9+.-]*$` (so "HTTP", "", "http://" and "h ttp" are
 ///          refused rather than producing a malformed URL). The message
-///          quotes the protocol with control and non-ASCII bytes escaped.
+///          quotes the protocol as `quote_for_message` does (control and
+///          non-ASCII bytes as `\xNN`).
 result<std::string> port_endpoint(uint16_t port,
                                   std::string_view protocol = "http");
 

@@ -14,7 +14,6 @@ struct proc_entry {
   pid_t pid = 0;
   pid_t ppid = 0;
   pid_t pgid = 0;
-  pid_t sid = 0;
   /// The state letter of /proc/PID/stat ('R', 'S', 'Z', ...).
   char state = '?';
 
@@ -46,6 +45,17 @@ struct tree_query {
   /// Environment prefix that marks a member, e.g. "SANDBOX_EXEC=<sid>/".
   std::string marker_prefix;
 };
+
+/// Returns the query for a set of executions. `children` are their direct
+/// children, each the leader of its own process group: the members of that
+/// group and every descendant of the child belong to the set. `groups` adds
+/// process groups of children that may have exited already (a background
+/// job keeps its group alive after its leader). Descendants that left both
+/// (setsid, double fork) are found by `marker_prefix`, the environment
+/// entry prefix they inherited, e.g. "SANDBOX_EXEC=<session-id>/".
+tree_query executions_query(const std::vector<pid_t>& children,
+                            const std::vector<pid_t>& groups,
+                            std::string marker_prefix);
 
 /// Finds the live (non-zombie) processes matched by `q`, excluding the
 /// calling process: group members, descendants of a root, and processes

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -11,6 +12,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "sandbox/child_process.hpp"
+#include "sandbox/errc.hpp"
 #include "sandbox/reactor.hpp"
 
 namespace sandbox {
@@ -34,22 +37,26 @@ public:
   reaper(const reaper&) = delete;
   reaper& operator=(const reaper&) = delete;
 
-  /// Runs `launch` (which returns the pid of a new direct child, or a value
-  /// <= 0 on failure) under the reaper's lock and registers the child as
-  /// owned by its launcher: `reap_now` never steals its exit status.
-  /// The registry is process-wide: several nodes in one process never
-  /// steal each other's children.
-  template <class F>
-  static auto launch_owned(F launch) -> decltype(launch()) {
-    std::lock_guard<std::mutex> guard{own_mutex()};
-    auto result = launch();
-    if (auto pid = pid_of(result); pid > 0)
-      own_set().insert(pid);
-    return result;
-  }
+  /// Runs `launch` (typically a call of `child_process::start`) under the
+  /// reaper's lock and registers the child it started as owned by its
+  /// launcher: `reap_now` never steals its exit status. The child is
+  /// released again when its `child_process` reaps it (its exit watch or
+  /// its destructor), so the registry holds only children that are not
+  /// reaped yet. The registry is process-wide: several nodes in one process
+  /// never steal each other's children.
+  /// @returns what `launch` returns.
+  static result<std::shared_ptr<child_process>>
+  launch_owned(const std::function<result<std::shared_ptr<child_process>>()>&
+                 launch);
 
-  /// The launcher of `pid` has reaped it.
+  /// The launcher of `pid` has reaped it: forgets one registration of
+  /// `pid`. Called by `child_process`; a registration made for a new child
+  /// that reuses the pid in the meantime is kept.
   static void release_owned(pid_t pid);
+
+  /// Returns how many launched children are registered as owned and not
+  /// reaped yet, in the whole process.
+  static size_t owned_count();
 
   /// Registers a descendant whose zombie, once re-parented to us, is ours.
   void track_pid(pid_t pid);
@@ -62,7 +69,8 @@ public:
   /// no member left. Returns how many zombies were reaped.
   size_t reap_now();
 
-  /// Returns whether anything is registered (for tests).
+  /// Returns how many pids and process groups are registered with
+  /// `track_pid` and `track_group` and not forgotten yet.
   size_t tracked() const;
 
   /// Minimum time between two SIGCHLD-triggered scans of /proc.
@@ -72,13 +80,11 @@ private:
   void wait_signal();
   void schedule_scan();
 
-  template <class T>
-  static pid_t pid_of(const T& x) {
-    return x ? (*x)->pid() : 0;
-  }
-
   static std::mutex& own_mutex();
-  static std::unordered_set<pid_t>& own_set();
+  /// A multiset: a pid reused by a new child while its previous owner has
+  /// yet to release it is registered twice, and one release keeps the new
+  /// registration.
+  static std::unordered_multiset<pid_t>& own_set();
 
   mutable std::mutex mtx_;
   bool reap_all_;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -17,7 +18,7 @@ namespace sandbox {
 /// member, wait up to `grace` for them to exit, then SIGKILL what is left and
 /// verify that nothing survived.
 struct stop_plan {
-  int first = 15; // SIGTERM
+  int first = SIGTERM;
   std::chrono::milliseconds grace{1000};
   /// How long to wait for SIGKILLed processes to disappear before counting
   /// them as survivors.

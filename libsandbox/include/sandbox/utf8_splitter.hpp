@@ -14,6 +14,12 @@ namespace sandbox {
 /// can never become valid UTF-8.
 size_t utf8_incomplete_tail(std::string_view data) noexcept;
 
+/// Returns the length (2, 3 or 4) of the complete, valid multi-byte UTF-8
+/// sequence that `data` starts with, checked as strictly as
+/// `utf8_incomplete_tail` does. Returns 0 when `data` starts with anything
+/// else: ASCII, a continuation byte, an invalid or a truncated sequence.
+size_t utf8_sequence_at(std::string_view data) noexcept;
+
 /// Cuts a byte stream into chunks that never split a UTF-8 sequence (R8).
 ///
 /// Only a so-far-valid incomplete sequence at the very end of the data seen

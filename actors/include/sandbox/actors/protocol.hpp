@@ -246,6 +246,8 @@ using process_actor_impl = process_actor::extend<
   caf::reacts_to<output_atom, int32_t, std::string>,
   caf::reacts_to<eof_atom, int32_t>,
   caf::reacts_to<exited_atom, int32_t>,
+  // The child's exit status could not be collected (waitpid failed).
+  caf::reacts_to<exited_atom, caf::error>,
   caf::reacts_to<written_atom, uint64_t, int32_t>,
   caf::reacts_to<timeout_atom>,
   // Ends the child and its descendants with the given exit reason.

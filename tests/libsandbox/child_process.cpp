@@ -1,0 +1,139 @@
+#define CAF_SUITE libsandbox.child_process
+#include "caf/test/unit_test.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/child_process.hpp"
+#include "sandbox/process_tree.hpp"
+#include "sandbox/reaper.hpp"
+
+using sandbox::child_process;
+using sandbox::reaper;
+
+namespace {
+
+sandbox::launch_spec shell(std::string command) {
+  sandbox::launch_spec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", std::move(command)};
+  spec.cwd = "/";
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  return spec;
+}
+
+/// Children of this process among `pids`, zombies included: a reaped pid
+/// is not one any more, even if the system reuses it for someone else.
+size_t children_among(const std::vector<pid_t>& pids) {
+  size_t n = 0;
+  auto self = ::getpid();
+  for (auto& e : sandbox::proc_snapshot())
+    if (e.ppid == self
+        && std::find(pids.begin(), pids.end(), e.pid) != pids.end())
+      ++n;
+  return n;
+}
+
+struct fixture {
+  sandbox::reactor reactor{1};
+
+  sandbox::result<std::shared_ptr<child_process>>
+  start_owned(const std::string& command) {
+    return reaper::launch_owned(
+      [&] { return child_process::start(reactor, shell(command)); });
+  }
+
+  /// Activates `c` and waits for its exit report.
+  sandbox::result<int> exit_of(const std::shared_ptr<child_process>& c) {
+    std::promise<sandbox::result<int>> exited;
+    auto reported = exited.get_future();
+    sandbox::child_events ev;
+    ev.on_exit = [&exited](sandbox::result<int> status) {
+      exited.set_value(std::move(status));
+    };
+    c->activate(std::move(ev));
+    auto status = reported.get();
+    c->shutdown();
+    return status;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(child_process_tests, fixture)
+
+CAF_TEST(the exit watch reports the raw wait status) {
+  auto c = start_owned("exit 3");
+  CAF_REQUIRE(c.has_value());
+  auto status = exit_of(*c);
+  CAF_REQUIRE(status.has_value());
+  CAF_CHECK(WIFEXITED(*status));
+  CAF_CHECK_EQUAL(WEXITSTATUS(*status), 3);
+}
+
+// code review #4: a failed waitpid became exit status 0.
+CAF_TEST(a status that cannot be collected is an error and not exit 0) {
+  // With SIGCHLD ignored the kernel reaps children itself: waitpid fails
+  // with ECHILD, as when a host application sets that disposition.
+  struct sigaction ignore = {};
+  struct sigaction old = {};
+  ignore.sa_handler = SIG_IGN;
+  CAF_REQUIRE_EQUAL(::sigaction(SIGCHLD, &ignore, &old), 0);
+  auto before = reaper::owned_count();
+  // The child waits for the end of its stdin, so that it is still there
+  // when the launch opens its pidfd.
+  auto spec = shell("read line; exit 0");
+  spec.pipe_stdin = true;
+  auto c = reaper::launch_owned(
+    [&] { return child_process::start(reactor, spec); });
+  CAF_REQUIRE(c.has_value());
+  auto pid = (*c)->pid();
+  (*c)->close_stdin();
+  auto status = exit_of(*c);
+  ::sigaction(SIGCHLD, &old, nullptr);
+  CAF_REQUIRE(!status.has_value());
+  CAF_CHECK(status.error().code == sandbox::errc::io_error);
+  CAF_MESSAGE(status.error().message);
+  CAF_CHECK_NOT_EQUAL(status.error().message.find(std::to_string(pid)),
+                      std::string::npos);
+  CAF_CHECK_NOT_EQUAL(status.error().message.find("waitpid"),
+                      std::string::npos);
+  // The child is gone for good: it is not registered as owned any more.
+  CAF_CHECK_EQUAL(reaper::owned_count(), before);
+}
+
+// code review #5: the destructor reaped without releasing the pid.
+CAF_TEST(a destroyed child is reaped and released from the own set) {
+  auto before = reaper::owned_count();
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 20; ++i) {
+    auto c = start_owned("sleep 30");
+    CAF_REQUIRE(c.has_value());
+    pids.push_back((*c)->pid());
+    CAF_CHECK_EQUAL(reaper::owned_count(), before + 1);
+    // Dropping the last reference kills and reaps the running child.
+  }
+  CAF_CHECK_EQUAL(reaper::owned_count(), before);
+  CAF_CHECK_EQUAL(children_among(pids), 0u);
+}
+
+CAF_TEST(a child reaped by its exit watch is released once) {
+  auto before = reaper::owned_count();
+  for (int i = 0; i < 20; ++i) {
+    auto c = start_owned("exit 0");
+    CAF_REQUIRE(c.has_value());
+    CAF_REQUIRE(exit_of(*c).has_value());
+    // Released before the report; the destructor must not release again.
+    CAF_CHECK_EQUAL(reaper::owned_count(), before);
+  }
+  CAF_CHECK_EQUAL(reaper::owned_count(), before);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

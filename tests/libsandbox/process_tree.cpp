@@ -1,0 +1,63 @@
+#define CAF_SUITE libsandbox.process_tree
+#include "caf/test/unit_test.hpp"
+
+#include <unistd.h>
+
+#include <vector>
+
+#include "sandbox/proc_stats.hpp"
+#include "sandbox/process_tree.hpp"
+
+using sandbox::executions_query;
+using sandbox::find_members;
+using sandbox::proc_entry;
+
+namespace {
+
+proc_entry entry(pid_t pid, pid_t ppid, pid_t pgid, char state = 'S') {
+  proc_entry e;
+  e.pid = pid;
+  e.ppid = ppid;
+  e.pgid = pgid;
+  e.state = state;
+  return e;
+}
+
+} // namespace
+
+CAF_TEST(an executions query covers the children their groups and a marker) {
+  auto q = executions_query({30, 10}, {20, 10}, "SANDBOX_EXEC=s/");
+  CAF_CHECK_EQUAL(q.groups, (std::vector<pid_t>{10, 20, 30}));
+  CAF_CHECK_EQUAL(q.roots, (std::vector<pid_t>{30, 10}));
+  CAF_CHECK_EQUAL(q.marker_prefix, "SANDBOX_EXEC=s/");
+}
+
+CAF_TEST(members are group members and descendants but not zombies) {
+  std::vector<proc_entry> snapshot{
+    entry(1, 0, 1),         // init
+    entry(10, 1, 10),       // a child, leader of group 10
+    entry(11, 10, 10),      // in group 10
+    entry(12, 11, 12),      // left the group, still a descendant
+    entry(13, 10, 10, 'Z'), // a zombie: ended already
+    entry(20, 1, 20),       // an exited child's group lives on
+    entry(21, 1, 20),
+    entry(30, 1, 30), // someone else's
+  };
+  auto q = executions_query({10}, {20}, "");
+  CAF_CHECK_EQUAL(find_members(q, snapshot),
+                  (std::vector<pid_t>{10, 11, 12, 20, 21}));
+}
+
+CAF_TEST(reading proc leaves no descriptor open) {
+  // The subreaper and the stop sweep read /proc on reactor threads; the
+  // actor suites' descriptor counts leave those reads out, so they must
+  // never leak.
+  auto before = sandbox::open_fd_count();
+  for (int i = 0; i < 10; ++i) {
+    CAF_CHECK(!sandbox::proc_snapshot().empty());
+    auto q = executions_query({::getpid()}, {}, "SANDBOX_NO_SUCH_MARKER=");
+    (void) find_members(q);
+    (void) sandbox::environ_has_prefix(::getpid(), "PATH=");
+  }
+  CAF_CHECK_EQUAL(sandbox::open_fd_count(), before);
+}
