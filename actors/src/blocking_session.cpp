@@ -1,10 +1,14 @@
 #include "sandbox/actors/blocking_session.hpp"
 
+#include <optional>
+
 #include <caf/scoped_actor.hpp>
+#include <fmt/format.h>
 
 #include "blocking_ask.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/session.hpp"
+#include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
 
@@ -43,17 +47,10 @@ using detail::ask;
 using detail::ask_ok;
 using detail::relay_request;
 
-/// Runs a streaming request: the calling thread is the chunk sink, and a
-/// small relay actor makes the request and hands the result back, so that
-/// chunks (requests to us) and the result can be received in one loop.
-template <class... Ts>
-result<exec_result> stream_request(caf::actor_system& sys,
-                                   const session_actor& session,
-                                   const chunk_callback& on_chunk,
-                                   Ts... xs) {
-  caf::scoped_actor self{sys};
-  auto sink = caf::actor_cast<chunk_sink>(self);
-  relay_request<exec_result>(sys, self, session, xs..., sink);
+/// Hands the chunks `self` receives to `on_chunk` (acknowledging each)
+/// until the result (or an error) arrives.
+result<exec_result> receive_stream(caf::scoped_actor& self,
+                                   const chunk_callback& on_chunk) {
   result<exec_result> out = sandbox::error{errc::aborted, "no result"};
   bool done = false;
   self->receive_while([&] { return !done; })(
@@ -71,6 +68,20 @@ result<exec_result> stream_request(caf::actor_system& sys,
       done = true;
     });
   return out;
+}
+
+/// Runs a streaming request: the calling thread is the chunk sink, and a
+/// small relay actor makes the request and hands the result back, so that
+/// chunks (requests to us) and the result can be received in one loop.
+template <class... Ts>
+result<exec_result> stream_request(caf::actor_system& sys,
+                                   const session_actor& session,
+                                   const chunk_callback& on_chunk,
+                                   Ts... xs) {
+  caf::scoped_actor self{sys};
+  auto sink = caf::actor_cast<chunk_sink>(self);
+  relay_request<exec_result>(sys, self, session, xs..., sink);
+  return receive_stream(self, on_chunk);
 }
 
 } // namespace
@@ -125,6 +136,36 @@ result<exec_result> blocking_session::execute_code(
   const exec_options& opts, const chunk_callback& on_chunk) {
   return stream_request(*sys_, handle_, on_chunk, code_atom_v, code, language,
                         opts);
+}
+
+result<exec_result> blocking_session::execute_code_streaming(
+  const std::string& language, const exec_options& opts,
+  const std::function<void(blocking_process)>& on_start,
+  const chunk_callback& on_chunk) {
+  if (auto ok = validate_language(language); !ok)
+    return ok.error();
+  // The runner of `execute_code` with the (validated, so shell-safe)
+  // language in place of "$0", started as a process that keeps its stdin.
+  auto command = fmt::format(
+    "command -v {0} >/dev/null 2>&1 || {{ printf 'Language interpreter not "
+    "found: %s\\n' {0} >&2; exit 127; }}; exec {0}",
+    language);
+  caf::scoped_actor self{*sys_};
+  auto sink = caf::actor_cast<chunk_sink>(self);
+  std::optional<blocking_process> process;
+  sandbox::error failure{errc::aborted, "no answer"};
+  self->request(handle_, caf::infinite, spawn_atom_v, command, opts, sink)
+    .receive(
+      [&](process_actor& p, int32_t pid) {
+        process.emplace(*sys_, std::move(p), pid);
+      },
+      [&](caf::error& err) { failure = from_caf(err); });
+  if (!process)
+    return failure;
+  relay_request<exec_result>(*sys_, self, process->handle(), wait_atom_v);
+  if (on_start)
+    on_start(*process);
+  return receive_stream(self, on_chunk);
 }
 
 result<blocking_process> blocking_session::spawn(const std::string& command,
