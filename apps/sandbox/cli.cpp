@@ -303,7 +303,8 @@ actors::embedded_node& embedded() {
 }
 
 int with_session(const global_options& g,
-                 const std::function<int(actors::blocking_session&)>& body) {
+                 const std::function<int(actors::blocking_session&)>& body,
+                 bool runs_commands) {
   if (!g.node.empty())
     return report(g, remote_unsupported(g));
   if (!g.session.empty())
@@ -316,13 +317,12 @@ int with_session(const global_options& g,
   auto session = actors::blocking_session::create(embedded(), cfg);
   if (!session)
     return report(g, session.error());
+  // main exits with 128 + the signal once the stop is done.
+  std::optional<interrupt_guard> wait_for_stop;
+  if (runs_commands)
+    wait_for_stop.emplace([] {});
   auto status = body(*session);
-  {
-    // An interrupt now waits for the stop, which ends whatever the command
-    // left behind; main then exits with 128 + the signal.
-    interrupt_guard wait_for_stop{[] {}};
-    (void) session->stop();
-  }
+  (void) session->stop();
   return status;
 }
 

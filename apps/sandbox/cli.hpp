@@ -128,9 +128,13 @@ sandbox::error remote_unsupported(const global_options& g);
 
 /// Runs `body` with a session to work in: an ephemeral session whose working
 /// directory is the current directory (stopped on return), or the one
-/// named by --session on a remote node. Returns the exit status.
+/// named by --session on a remote node. Returns the exit status. With
+/// `runs_commands`, an interrupt from the start of `body` to the end of the
+/// stop never ends the CLI early: the stop ends whatever the command left
+/// (`body` cancels the command itself).
 int with_session(const global_options& g,
-                 const std::function<int(actors::blocking_session&)>& body);
+                 const std::function<int(actors::blocking_session&)>& body,
+                 bool runs_commands = false);
 
 /// The node every subcommand without --node uses.
 actors::embedded_node& embedded();

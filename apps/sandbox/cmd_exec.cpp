@@ -68,6 +68,9 @@ int stream_and_exit(const global_options& g, actors::blocking_session& s,
                     const std::function<result<exec_result>(
                       const actors::chunk_callback&)>& start) {
   interrupt_guard guard{[&s] { (void) s.cancel(cli_cancel_key); }};
+  // Interrupted before the guard: nothing is started.
+  if (interrupted_by() != 0)
+    return exit_error;
   bool cancelled = false;
   auto r = start([&](const output_chunk& c) {
     if (output_failed())
@@ -163,7 +166,7 @@ command add_run(CLI::App& app, global_options& g) {
       return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
         return s.execute_streaming(command, *opts, cb);
       });
-    });
+    }, true);
   };
   return cmd;
 }
@@ -207,7 +210,7 @@ command add_code(CLI::App& app, global_options& g) {
           },
           cb);
       });
-    });
+    }, true);
     std::lock_guard<std::mutex> guard{st->mtx};
     if (st->failure)
       return report(g, *st->failure);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace sandbox::cli {
 
@@ -54,12 +55,12 @@ int interrupted_by() {
 
 interrupt_guard::interrupt_guard(std::function<void()> on_interrupt) {
   std::lock_guard<std::mutex> guard{mtx};
-  handler = std::move(on_interrupt);
+  previous_ = std::exchange(handler, std::move(on_interrupt));
 }
 
 interrupt_guard::~interrupt_guard() {
   std::lock_guard<std::mutex> guard{mtx};
-  handler = nullptr;
+  handler = std::move(previous_);
 }
 
 } // namespace sandbox::cli

@@ -17,13 +17,17 @@ int interrupted_by();
 /// While alive, an interrupt calls `on_interrupt` (e.g. cancel the running
 /// command, which then ends with its result) instead of exiting. The call
 /// happens under a lock the destructor also takes: once the guard is gone,
-/// its handler is neither running nor called again.
+/// its handler is neither running nor called again. Guards nest: the
+/// destructor puts back the handler of the guard that was active before.
 class interrupt_guard {
 public:
   explicit interrupt_guard(std::function<void()> on_interrupt);
   ~interrupt_guard();
   interrupt_guard(const interrupt_guard&) = delete;
   interrupt_guard& operator=(const interrupt_guard&) = delete;
+
+private:
+  std::function<void()> previous_;
 };
 
 } // namespace sandbox::cli
