@@ -222,13 +222,25 @@ int main(int argc, char** argv) {
       emit(1, fmt::format("{}\n", e.what()));
       parsed = exit_ok;
     } catch (const CLI::ParseError& e) {
+      // Named after the (sub)subcommand it is about: "session stop: ...".
+      std::string prefix;
+      CLI::App* target = &app;
+      for (auto chosen = app.get_subcommands(); !chosen.empty();
+           chosen = target->get_subcommands()) {
+        target = chosen.front();
+        prefix += target->get_name() + " ";
+      }
+      if (!prefix.empty())
+        prefix.back() = ':', prefix += ' ';
       std::string message = e.what();
       if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr
-          && app.get_subcommands().empty())
+          && !target->get_subcommands({}).empty()
+          && target->get_subcommands().empty())
         message = fmt::format("a subcommand is required (one of: {}); see "
-                              "sandbox --help",
-                              subcommand_names(app));
-      parsed = usage_error(json, one_line(message));
+                              "sandbox help{}",
+                              subcommand_names(*target),
+                              target == &app ? "" : " " + target->get_name());
+      parsed = usage_error(json, prefix + one_line(message));
     }
     if (parsed) {
       status = *parsed;
