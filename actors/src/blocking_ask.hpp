@@ -104,17 +104,12 @@ void relay_request(caf::actor_system& sys, caf::scoped_actor& self,
   });
 }
 
-/// Runs the streaming request `xs..., sink` to `dest` with the calling
-/// thread as the sink (a `Sink` handle to a scoped actor of its own):
-/// `on_item` answers each item the worker sends (an `ack_atom`, or an error
-/// to cancel), and the one reply (`Done`, or the error that ended the
-/// stream) is the result. The one receive loop of every streaming call of
-/// the facades.
-template <class Sink, class Done, class Handle, class OnItem, class... Ts>
-result<Done> ask_stream(caf::actor_system& sys, const Handle& dest,
-                        OnItem on_item, Ts... xs) {
-  caf::scoped_actor self{sys};
-  relay_request<Done>(sys, self, dest, xs..., caf::actor_cast<Sink>(self));
+/// Answers the items `self` receives with `on_item` (an `ack_atom`, or an
+/// error to cancel) until the one reply (`Done`, or the error that ended
+/// the stream) arrives, and returns that reply. The one receive loop of
+/// every streaming call of the facades.
+template <class Done, class OnItem>
+result<Done> receive_stream(caf::scoped_actor& self, OnItem on_item) {
   result<Done> out = sandbox::error{errc::aborted, "no answer"};
   bool done = false;
   self->receive_while([&] { return !done; })(
@@ -128,6 +123,17 @@ result<Done> ask_stream(caf::actor_system& sys, const Handle& dest,
       done = true;
     });
   return out;
+}
+
+/// Runs the streaming request `xs..., sink` to `dest` with the calling
+/// thread as the sink (a `Sink` handle to a scoped actor of its own); see
+/// `receive_stream`.
+template <class Sink, class Done, class Handle, class OnItem, class... Ts>
+result<Done> ask_stream(caf::actor_system& sys, const Handle& dest,
+                        OnItem on_item, Ts... xs) {
+  caf::scoped_actor self{sys};
+  relay_request<Done>(sys, self, dest, xs..., caf::actor_cast<Sink>(self));
+  return receive_stream<Done>(self, on_item);
 }
 
 } // namespace sandbox::actors::detail

@@ -1,10 +1,14 @@
 #include "sandbox/actors/blocking_session.hpp"
 
+#include <optional>
+
 #include <caf/scoped_actor.hpp>
+#include <fmt/format.h>
 
 #include "blocking_ask.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/session.hpp"
+#include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
 
@@ -43,6 +47,17 @@ using detail::ask;
 using detail::ask_map;
 using detail::ask_ok;
 using detail::ask_stream;
+using detail::receive_stream;
+using detail::relay_request;
+
+/// Answers each chunk of an execution: hands it to `on_chunk`, then acks.
+auto chunk_handler(const chunk_callback& on_chunk) {
+  return [&on_chunk](chunk_atom, output_chunk& chunk) {
+    if (on_chunk)
+      on_chunk(chunk);
+    return ack_atom_v;
+  };
+}
 
 /// Runs an execution that streams its chunks to `on_chunk`.
 template <class... Ts>
@@ -50,12 +65,8 @@ result<exec_result> stream_request(caf::actor_system& sys,
                                    const session_actor& session,
                                    const chunk_callback& on_chunk,
                                    Ts... xs) {
-  auto on_item = [&](chunk_atom, output_chunk& chunk) {
-    if (on_chunk)
-      on_chunk(chunk);
-    return ack_atom_v;
-  };
-  return ask_stream<chunk_sink, exec_result>(sys, session, on_item, xs...);
+  return ask_stream<chunk_sink, exec_result>(sys, session,
+                                             chunk_handler(on_chunk), xs...);
 }
 
 } // namespace
@@ -107,6 +118,33 @@ result<exec_result> blocking_session::execute_code(
   const exec_options& opts, const chunk_callback& on_chunk) {
   return stream_request(*sys_, handle_, on_chunk, code_atom_v, code, language,
                         opts);
+}
+
+result<exec_result> blocking_session::execute_code_streaming(
+  const std::string& language, const exec_options& opts,
+  const std::function<void(blocking_process)>& on_start,
+  const chunk_callback& on_chunk) {
+  if (auto ok = validate_language(language); !ok)
+    return ok.error();
+  // The runner of `execute_code` with the (validated, so shell-safe)
+  // language written in, started as a process that keeps its stdin.
+  auto command = code_runner_script(language);
+  caf::scoped_actor self{*sys_};
+  auto sink = caf::actor_cast<chunk_sink>(self);
+  std::optional<blocking_process> process;
+  sandbox::error failure{errc::aborted, "no answer"};
+  self->request(handle_, caf::infinite, spawn_atom_v, command, opts, sink)
+    .receive(
+      [&](process_actor& p, int32_t pid) {
+        process.emplace(*sys_, std::move(p), pid);
+      },
+      [&](caf::error& err) { failure = from_caf(err); });
+  if (!process)
+    return failure;
+  relay_request<exec_result>(*sys_, self, process->handle(), wait_atom_v);
+  if (on_start)
+    on_start(*process);
+  return receive_stream<exec_result>(self, chunk_handler(on_chunk));
 }
 
 result<blocking_process> blocking_session::spawn(const std::string& command,

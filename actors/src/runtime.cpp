@@ -83,8 +83,7 @@ runtime::runtime(runtime_config cfg)
   // killing the node; children get default dispositions back at spawn.
   ::signal(SIGPIPE, SIG_IGN);
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
-  reaper_ = std::make_shared<sandbox::reaper>(*reactor_,
-                                              cfg_.reap_all_orphans);
+  reaper_ = sandbox::reaper::make(*reactor_, cfg_.reap_all_orphans);
 }
 
 runtime::~runtime() {

@@ -131,20 +131,9 @@ result<launch_spec> prepare(session_state& st, const std::string& cmd,
   return spec;
 }
 
-/// The script that runs code with an interpreter (R7): the code arrives
-/// on stdin, byte-exact, and is never seen by a shell parser. "$0" is the
-/// language, validated before. The interpreter must be an executable file
-/// on the execution's PATH: `command -v` would also accept shell builtins
-/// and keywords (`cd`, `if`), which cannot run a program from stdin.
+/// The code runner (R7) with the language as its $0, validated before.
 const std::string& code_runner() {
-  static const std::string script = fmt::format(
-    "set -f; IFS=:; "
-    "for d in $PATH; do "
-    "if [ -f \"${{d:-.}}/$0\" ] && [ -x \"${{d:-.}}/$0\" ]; then "
-    "exec \"${{d:-.}}/$0\"; fi; "
-    "done; "
-    "printf 'Language interpreter not found: %s\\n' \"$0\" >&2; exit {}",
-    exit_code_not_found);
+  static const std::string script = code_runner_script("$0");
   return script;
 }
 

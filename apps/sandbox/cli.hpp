@@ -1,12 +1,14 @@
 #pragma once
 
 // Shared pieces of the `sandbox` CLI: global options, output in text or
-// JSON lines, errors, and the session a subcommand runs in.
+// JSON lines (and what happens when it cannot be written), errors, option
+// values, and the session a subcommand runs in.
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -27,39 +29,112 @@ struct global_options {
   std::string tls_ca;
 };
 
-/// Exit statuses of the CLI (DESIGN.md §5).
+/// Exit statuses of the CLI (docs/cli.md).
 constexpr int exit_ok = 0;
 constexpr int exit_error = 1;
 constexpr int exit_usage = 2;
+/// stdout or stderr was a pipe whose reader went away (128 + SIGPIPE).
+constexpr int exit_broken_pipe = 141;
 
-/// Writes all of `data` to `fd` (stdout/stderr), unbuffered.
-void write_fd(int fd, std::string_view data);
+/// The cancel key of the one command a CLI process runs.
+constexpr const char* cli_cancel_key = "cli";
+
+/// The global options' help, shown below every subcommand's own.
+extern const char* const global_options_footer;
+
+// -- output -------------------------------------------------------------------
+
+/// Writes all of `data` to `fd` (1 or 2). Returns false when it could not:
+/// the first failure of each descriptor is remembered (see
+/// `output_status`) and later writes to it are dropped.
+bool emit(int fd, std::string_view data);
+
+/// Whether a write to stdout or stderr failed.
+bool output_failed();
+
+/// The exit status once the work is done: `status`, unless a write to
+/// stdout/stderr failed: then 141 for a closed pipe (quietly), else one
+/// error line on stderr (`sandbox: write stdout: ...`) and 1.
+int output_status(int status);
+
+/// One JSON object as a line (no trailing newline); invalid UTF-8 in a
+/// string becomes U+FFFD (callers carry such bytes as base64 beside it).
+std::string json_line(const nlohmann::ordered_json& j);
 
 /// Prints one JSON object as a line on stdout.
-void print_json(const nlohmann::ordered_json& j);
+bool print_json(const nlohmann::ordered_json& j);
 
-/// Prints an error (one line on stderr, or a JSON error object on stdout
-/// with --json) and returns `exit_error`.
+/// Prints an error (one line on stderr, control characters escaped, or a
+/// JSON error object on stdout with --json) and returns `exit_error`.
 int report(const global_options& g, const sandbox::error& err);
 
-/// Returns "data" or "data_b64" members for `bytes`: UTF-8 stays text.
-void put_bytes(nlohmann::ordered_json& j, const std::string& bytes);
+/// Prints a usage error like `report` (code "usage" in JSON) and returns
+/// `exit_usage`.
+int usage_error(bool json, std::string_view message);
+int usage_error(const global_options& g, std::string_view message);
+
+// -- text and bytes -----------------------------------------------------------
+
+/// Whether `bytes` is valid UTF-8.
+bool is_utf8(std::string_view bytes);
+
+/// `text` with backslash and control characters escaped (`\\`, `\n`, `\t`,
+/// `\xNN`), so that it stays on one line; other bytes are kept.
+std::string escape_control(std::string_view text);
+
+/// Sets "data" (valid UTF-8) or "data_b64" (anything else) to `bytes`.
+void put_bytes(nlohmann::ordered_json& j, std::string_view bytes);
+
+/// Sets `key` to `path`; a path that is not valid UTF-8 gets a display form
+/// (invalid bytes as U+FFFD) there and its exact bytes as base64 in
+/// `<key>_b64`.
+void put_path(nlohmann::ordered_json& j, const std::string& key,
+              const std::string& path);
 
 /// Encodes bytes as base64 (RFC 4648, with padding).
 std::string base64(std::string_view bytes);
 
-/// Parses "K=V"; the name must be valid (R3). Errors name the entry.
+// -- input ------------------------------------------------------------------
+
+/// Reads from `fd` until `buf` (its current size) is full or the input
+/// ends, or, when `whole` is false, until a read returned something;
+/// returns how many bytes it holds. `what` names the input in errors.
+result<size_t> read_full(int fd, std::string& buf, std::string_view what,
+                         bool whole = true);
+
+// -- option values ------------------------------------------------------------
+
+/// Parses "K=V"; the name must be valid. Errors (usage) name the entry.
 result<std::pair<std::string, std::string>> parse_env_entry(
   const std::string& entry);
 
-/// Converts --timeout seconds (fractions allowed) to milliseconds.
-result<std::chrono::milliseconds> parse_timeout(double seconds);
+/// The largest --timeout, in seconds.
+constexpr double max_timeout_seconds = 1e9;
+
+/// Parses --timeout: seconds from 0 to `max_timeout_seconds`, fractions
+/// allowed; 0 means none. Errors (usage) name the option and the range.
+result<std::chrono::milliseconds> parse_timeout(const std::string& text);
+
+/// Parses a decimal integer option in [lo, hi]. Errors (usage) name the
+/// option and the range.
+result<uint64_t> parse_integer(std::string_view option,
+                               const std::string& text, uint64_t lo,
+                               uint64_t hi);
+
+// -- sessions -----------------------------------------------------------------
+
+/// The error of --node (remote nodes are not in this build).
+sandbox::error remote_unsupported(const global_options& g);
 
 /// Runs `body` with a session to work in: an ephemeral session whose working
 /// directory is the current directory (stopped on return), or the one
-/// named by --session on a remote node. Returns the exit status.
+/// named by --session on a remote node. Returns the exit status. With
+/// `runs_commands`, an interrupt from the start of `body` to the end of the
+/// stop never ends the CLI early: the stop ends whatever the command left
+/// (`body` cancels the command itself).
 int with_session(const global_options& g,
-                 const std::function<int(actors::blocking_session&)>& body);
+                 const std::function<int(actors::blocking_session&)>& body,
+                 bool runs_commands = false);
 
 /// The node every subcommand without --node uses.
 actors::embedded_node& embedded();

@@ -4,35 +4,46 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "cli.hpp"
 #include "interrupt.hpp"
+#include "sandbox/validation.hpp"
 
 namespace sandbox::cli {
 
 namespace {
 
+/// `code` sends its source to the interpreter this much at a time.
+constexpr size_t code_chunk = 64 * 1024;
+
 /// Options shared by run and code.
 struct exec_flags {
-  double timeout = 0;
+  std::string timeout = "0";
   std::string cwd;
   std::vector<std::string> env;
 };
 
 void add_exec_flags(CLI::App* sub, exec_flags& f) {
   sub->add_option("--timeout", f.timeout,
-                  "seconds before the command is ended (fractions allowed; "
-                  "exit status 124)");
+                  fmt::format("seconds before the command is ended, from 0 "
+                              "(none, the default) to {:.0f}; fractions "
+                              "allowed; exit status 124",
+                              max_timeout_seconds));
   sub->add_option("--cwd", f.cwd,
                   "working directory, relative to the session's");
-  sub->add_option("--env", f.env, "K=V added to the environment")
+  sub->add_option("--env", f.env,
+                  "NAME=VALUE added to the environment; repeat it or give "
+                  "several (they end at the first word without '=')")
     ->allow_extra_args(false);
+  sub->footer(global_options_footer);
 }
 
+/// Checks the flags (usage errors) and builds the options.
 result<exec_options> to_options(const exec_flags& f) {
   exec_options opts;
   auto t = parse_timeout(f.timeout);
@@ -46,23 +57,36 @@ result<exec_options> to_options(const exec_flags& f) {
       return kv.error();
     opts.env[kv->first] = kv->second;
   }
-  opts.cancel_key = "cli";
+  opts.cancel_key = cli_cancel_key;
   return opts;
 }
 
 /// Streams chunks to our stdout/stderr (or as JSON lines) and maps the
-/// result to the exit status.
+/// result to the exit status. When our output cannot be written (a closed
+/// pipe, a full disk), the command is cancelled: nobody would see more.
 int stream_and_exit(const global_options& g, actors::blocking_session& s,
                     const std::function<result<exec_result>(
                       const actors::chunk_callback&)>& start) {
-  interrupt_guard guard{[&s] { (void) s.cancel("cli"); }};
-  auto r = start([&g](const output_chunk& c) {
+  interrupt_guard guard{[&s] { (void) s.cancel(cli_cancel_key); }};
+  // Interrupted before the guard: nothing is started.
+  if (interrupted_by() != 0)
+    return exit_error;
+  bool cancelled = false;
+  auto r = start([&](const output_chunk& c) {
+    if (output_failed())
+      return;
+    bool ok;
     if (g.json) {
-      nlohmann::ordered_json j{{"type", "chunk"}, {"stream", to_string(c.stream)}};
+      nlohmann::ordered_json j{{"type", "chunk"},
+                               {"stream", to_string(c.stream)}};
       put_bytes(j, c.data);
-      print_json(j);
+      ok = print_json(j);
     } else {
-      write_fd(c.stream == stream_kind::out ? 1 : 2, c.data);
+      ok = emit(c.stream == stream_kind::out ? 1 : 2, c.data);
+    }
+    if (!ok && !cancelled) {
+      cancelled = true;
+      (void) s.cancel(cli_cancel_key);
     }
   });
   if (!r)
@@ -76,29 +100,48 @@ int stream_and_exit(const global_options& g, actors::blocking_session& s,
   return r->exit_code;
 }
 
-result<std::string> read_all(const std::string& file) {
-  int fd = file == "-" ? 0 : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return make_errno_error(errno, fmt::format("cannot open {}", file));
-  std::string out;
-  char buf[65536];
+/// What the thread feeding the interpreter's stdin reports back.
+struct feed_state {
+  std::mutex mtx;
+  std::optional<sandbox::error> failure;
+};
+
+/// Copies `fd` to the process's stdin, one read at a time (each waits
+/// until the pipe took it), then closes it.
+void feed(int fd, std::string name, actors::blocking_process p,
+          std::shared_ptr<feed_state> st) {
+  std::string buf;
   for (;;) {
-    auto n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      auto err = errno;
-      if (fd != 0)
-        ::close(fd);
-      return make_errno_error(err, fmt::format("cannot read {}", file));
-    }
-    if (n == 0)
+    buf.resize(code_chunk);
+    // What a read returns goes on at once: the interpreter may run the
+    // first lines while the rest is still being typed or produced.
+    auto n = read_full(fd, buf, name, false);
+    if (!n) {
+      std::lock_guard<std::mutex> guard{st->mtx};
+      st->failure = n.error();
       break;
-    out.append(buf, static_cast<size_t>(n));
+    }
+    if (*n == 0)
+      break;
+    buf.resize(*n);
+    // Fails once the interpreter is gone: the rest is not wanted.
+    if (!p.write_stdin(std::move(buf)))
+      break;
+    buf = std::string{};
   }
+  (void) p.close_stdin();
   if (fd != 0)
     ::close(fd);
-  return out;
+}
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string command;
+  for (auto& w : words) {
+    if (!command.empty())
+      command += ' ';
+    command += w;
+  }
+  return command;
 }
 
 } // namespace
@@ -108,7 +151,8 @@ command add_run(CLI::App& app, global_options& g) {
   auto words = std::make_shared<std::vector<std::string>>();
   command cmd;
   cmd.sub = app.add_subcommand(
-    "run", "run a shell command; its exit status is the command's");
+    "run", "run a shell command (/bin/sh -c; its stdin is /dev/null); the "
+           "exit status is the command's");
   add_exec_flags(cmd.sub, *flags);
   cmd.sub->add_option("command", *words,
                       "the command; words after -- are joined with spaces")
@@ -116,18 +160,13 @@ command add_run(CLI::App& app, global_options& g) {
   cmd.run = [&g, flags, words] {
     auto opts = to_options(*flags);
     if (!opts)
-      return report(g, opts.error());
-    std::string command;
-    for (auto& w : *words) {
-      if (!command.empty())
-        command += ' ';
-      command += w;
-    }
+      return usage_error(g, opts.error().message);
+    auto command = join_words(*words);
     return with_session(g, [&](actors::blocking_session& s) {
       return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
         return s.execute_streaming(command, *opts, cb);
       });
-    });
+    }, true);
   };
   return cmd;
 }
@@ -138,23 +177,44 @@ command add_code(CLI::App& app, global_options& g) {
   auto file = std::make_shared<std::string>("-");
   command cmd;
   cmd.sub = app.add_subcommand(
-    "code", "run code with an interpreter (python3, node, sh, ...)");
+    "code", "run code with an interpreter (python3, node, sh, ...): the "
+            "code (FILE, or the CLI's stdin) streams to the interpreter's "
+            "stdin");
   add_exec_flags(cmd.sub, *flags);
   cmd.sub->add_option("--language,-l", *language, "interpreter to use")
     ->required();
-  cmd.sub->add_option("file", *file, "file with the code, - for stdin");
+  cmd.sub->add_option("file", *file,
+                      "file with the code, - for stdin (the default); a "
+                      "FIFO waits for its writer (Ctrl-C ends the wait)");
   cmd.run = [&g, flags, language, file] {
     auto opts = to_options(*flags);
     if (!opts)
-      return report(g, opts.error());
-    auto code = read_all(*file);
-    if (!code)
-      return report(g, code.error());
-    return with_session(g, [&](actors::blocking_session& s) {
+      return usage_error(g, opts.error().message);
+    // Opened before the session: a FIFO without a writer blocks here,
+    // where an interrupt simply ends the CLI.
+    int fd = *file == "-" ? 0 : ::open(file->c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return report(g, make_errno_error(
+                         errno, fmt::format("cannot open {}",
+                                            quote_for_message(*file))));
+    auto name = *file == "-" ? std::string{"stdin"} : quote_for_message(*file);
+    auto st = std::make_shared<feed_state>();
+    auto status = with_session(g, [&](actors::blocking_session& s) {
       return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
-        return s.execute_code(*code, *language, *opts, cb);
+        return s.execute_code_streaming(
+          *language, *opts,
+          [&](actors::blocking_process p) {
+            // Detached: it may sit in a read of a terminal after the
+            // interpreter ended; the CLI exits without waiting for it.
+            std::thread{feed, fd, name, std::move(p), st}.detach();
+          },
+          cb);
       });
-    });
+    }, true);
+    std::lock_guard<std::mutex> guard{st->mtx};
+    if (st->failure)
+      return report(g, *st->failure);
+    return status;
   };
   return cmd;
 }

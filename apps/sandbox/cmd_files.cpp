@@ -1,5 +1,5 @@
 // `sandbox read`, `write`, `rm`, `ls` and `stat`: file operations in a
-// session, through its filesystem worker (R11-R17, DESIGN.md §5).
+// session, through its filesystem worker (docs/files.md).
 
 #include <unistd.h>
 
@@ -24,6 +24,12 @@ constexpr size_t write_chunk = 1024 * 1024;
 /// Output of `ls` is flushed to stdout once this much is buffered.
 constexpr size_t ls_flush = 64 * 1024;
 
+/// The largest --start-line / --end-line.
+constexpr uint64_t max_line = INT64_MAX;
+
+/// The largest --depth.
+constexpr uint64_t max_depth = UINT32_MAX;
+
 /// Runs `body` with the filesystem worker of a session (see
 /// `with_session`).
 int with_files(const global_options& g,
@@ -36,25 +42,54 @@ int with_files(const global_options& g,
   });
 }
 
-int usage_error(const std::string& message) {
-  write_fd(2, fmt::format("sandbox: {}\n", message));
-  return exit_usage;
+/// Cuts a chunk of a byte stream so that a UTF-8 sequence split by the
+/// chunking travels whole in the next one: returns how many bytes at the
+/// end of `bytes` to hold back (0 to 3).
+size_t incomplete_utf8_tail(std::string_view bytes) {
+  size_t n = bytes.size();
+  for (size_t back = 1; back <= 3 && back <= n; ++back) {
+    auto c = static_cast<unsigned char>(bytes[n - back]);
+    if ((c & 0xC0) == 0x80)
+      continue; // a continuation byte: look further back
+    size_t len = (c & 0xE0) == 0xC0   ? 2
+                 : (c & 0xF0) == 0xE0 ? 3
+                 : (c & 0xF8) == 0xF0 ? 4
+                                      : 1;
+    return len > back ? back : 0;
+  }
+  return 0;
 }
 
-/// Reads up to `buf.size()` bytes from stdin, fewer only at its end.
-result<size_t> read_stdin(std::string& buf) {
-  size_t used = 0;
-  while (used < buf.size()) {
-    auto n = ::read(0, buf.data() + used, buf.size() - used);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return make_errno_error(errno, "write: cannot read stdin");
-    if (n == 0)
-      break;
-    used += static_cast<size_t>(n);
-  }
-  return used;
+/// `read --json` of a whole file: data lines as the file streams in, then
+/// one summary line. Memory holds about one chunk.
+int read_json_stream(const global_options& g, actors::blocking_files& files,
+                     const std::string& path) {
+  uint64_t offset = 0;
+  std::string pending;
+  auto flush = [&](bool last) {
+    auto keep = last ? 0 : incomplete_utf8_tail(pending);
+    if (pending.size() == keep)
+      return true;
+    std::string_view out{pending.data(), pending.size() - keep};
+    nlohmann::ordered_json j{{"type", "chunk"}, {"offset", offset}};
+    put_bytes(j, out);
+    offset += out.size();
+    pending.erase(0, out.size());
+    return print_json(j);
+  };
+  auto total = files.read_stream(path, [&](const std::string& chunk) {
+    pending += chunk;
+    return flush(false);
+  });
+  if (!total)
+    return report(g, total.error());
+  if (!flush(true))
+    return exit_error;
+  nlohmann::ordered_json j{{"type", "read"}};
+  put_path(j, "path", path);
+  j["size"] = *total;
+  print_json(j);
+  return exit_ok;
 }
 
 } // namespace
@@ -64,49 +99,63 @@ result<size_t> read_stdin(std::string& buf) {
 command add_read(CLI::App& app, global_options& g) {
   struct flags {
     std::string path;
-    uint64_t start_line = 0;
-    uint64_t end_line = 0;
+    std::string start_line;
+    std::string end_line;
   };
   auto f = std::make_shared<flags>();
   command cmd;
   cmd.sub = app.add_subcommand(
-    "read", "print a file's bytes (with --json: one object with the data)");
+    "read", "print a file's bytes (with --json: data lines, then a summary)");
   cmd.sub->add_option("path", f->path, "the file, relative to the session")
     ->required();
-  cmd.sub
-    ->add_option("--start-line", f->start_line,
-                 "first line to print (1-based)")
-    ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
-  cmd.sub
-    ->add_option("--end-line", f->end_line, "last line to print (inclusive)")
-    ->check(CLI::Range(uint64_t{1}, UINT64_MAX));
+  cmd.sub->add_option("--start-line", f->start_line,
+                      "first line to print (1-based)");
+  cmd.sub->add_option("--end-line", f->end_line,
+                      "last line to print (1-based, inclusive)");
+  cmd.sub->footer(global_options_footer);
   cmd.run = [&g, f] {
-    if (f->start_line != 0 && f->end_line != 0
-        && f->start_line > f->end_line)
-      return usage_error(fmt::format("--start-line {} is after --end-line {}",
-                                     f->start_line, f->end_line));
+    uint64_t start = 0;
+    uint64_t end = 0;
+    for (auto [name, text, out] :
+         {std::tuple{"--start-line", &f->start_line, &start},
+          std::tuple{"--end-line", &f->end_line, &end}}) {
+      if (text->empty())
+        continue;
+      auto n = parse_integer(name, *text, 1, max_line);
+      if (!n)
+        return usage_error(g, n.error().message);
+      *out = *n;
+    }
+    if (start != 0 && end != 0 && start > end)
+      return usage_error(g, fmt::format("--start-line {} is after "
+                                        "--end-line {}",
+                                        start, end));
     return with_files(g, [&](actors::blocking_files& files) {
-      auto lines = f->start_line != 0 || f->end_line != 0;
-      if (!lines && !g.json) {
+      auto lines = start != 0 || end != 0;
+      if (!lines && g.json)
+        return read_json_stream(g, files, f->path);
+      if (!lines) {
         // Raw bytes stream straight through: memory holds one chunk.
         auto total = files.read_stream(f->path, [](const std::string& chunk) {
-          write_fd(1, chunk);
-          return true;
+          return emit(1, chunk);
         });
-        return total ? exit_ok : report(g, total.error());
+        if (!total && !output_failed())
+          return report(g, total.error());
+        return exit_ok;
       }
-      auto bytes = lines ? files.read_text(f->path,
-                                           f->start_line == 0 ? 1
-                                                              : f->start_line,
-                                           f->end_line)
-                         : files.read_file(f->path);
+      auto bytes = files.read_text(f->path, start == 0 ? 1 : start, end);
       if (!bytes)
         return report(g, bytes.error());
       if (!g.json) {
-        write_fd(1, *bytes);
+        emit(1, *bytes);
         return exit_ok;
       }
-      nlohmann::ordered_json j{{"path", f->path}, {"size", bytes->size()}};
+      nlohmann::ordered_json j{{"type", "lines"}};
+      put_path(j, "path", f->path);
+      j["start_line"] = start == 0 ? 1 : start;
+      j["end_line"] = end == 0 ? nlohmann::ordered_json{}
+                               : nlohmann::ordered_json(end);
+      j["bytes"] = bytes->size();
       put_bytes(j, *bytes);
       print_json(j);
       return exit_ok;
@@ -133,6 +182,7 @@ command add_write(CLI::App& app, global_options& g) {
     "--if-version", f->if_version,
     "write only if the file's version (see stat) is still this one; '' "
     "means the file must not exist");
+  cmd.sub->footer(global_options_footer);
   cmd.run = [&g, f] {
     return with_files(g, [&](actors::blocking_files& files) {
       std::optional<std::string> if_version;
@@ -145,12 +195,12 @@ command add_write(CLI::App& app, global_options& g) {
       auto id = writer->id();
       interrupt_guard guard{[&files, id] {
         (void) files.abort_write(id);
-        _exit(130);
+        _exit(128 + interrupted_by());
       }};
       std::string buf;
       for (;;) {
         buf.resize(write_chunk);
-        auto n = read_stdin(buf);
+        auto n = read_full(0, buf, "stdin");
         if (!n) {
           writer->abort();
           return report(g, n.error());
@@ -166,8 +216,12 @@ command add_write(CLI::App& app, global_options& g) {
       }
       if (auto ok = writer->commit(); !ok)
         return report(g, ok.error());
-      if (g.json)
-        print_json({{"path", f->path}, {"bytes", writer->bytes()}});
+      if (g.json) {
+        nlohmann::ordered_json j{{"type", "written"}};
+        put_path(j, "path", f->path);
+        j["bytes"] = writer->bytes();
+        print_json(j);
+      }
       return exit_ok;
     });
   };
@@ -182,12 +236,16 @@ command add_rm(CLI::App& app, global_options& g) {
   cmd.sub = app.add_subcommand("rm", "remove a file or symlink");
   cmd.sub->add_option("path", *path, "the file, relative to the session")
     ->required();
+  cmd.sub->footer(global_options_footer);
   cmd.run = [&g, path] {
     return with_files(g, [&](actors::blocking_files& files) {
       if (auto ok = files.remove_file(*path); !ok)
         return report(g, ok.error());
-      if (g.json)
-        print_json({{"path", *path}, {"removed", true}});
+      if (g.json) {
+        nlohmann::ordered_json j{{"type", "removed"}};
+        put_path(j, "path", *path);
+        print_json(j);
+      }
       return exit_ok;
     });
   };
@@ -199,7 +257,7 @@ command add_rm(CLI::App& app, global_options& g) {
 command add_ls(CLI::App& app, global_options& g) {
   struct flags {
     std::string path = ".";
-    uint32_t depth = 1;
+    std::string depth = "1";
   };
   auto f = std::make_shared<flags>();
   command cmd;
@@ -208,32 +266,40 @@ command add_ls(CLI::App& app, global_options& g) {
   cmd.sub->add_option("path", f->path,
                       "the directory, relative to the session (default .)");
   cmd.sub->add_option("--depth", f->depth,
-                      "levels below PATH to list (default 1; 0 lists "
-                      "nothing)");
+                      fmt::format("levels below PATH to list, 0 to {} "
+                                  "(default 1; 0 lists nothing)",
+                                  max_depth));
+  cmd.sub->footer(global_options_footer);
   cmd.run = [&g, f] {
+    auto depth = parse_integer("--depth", f->depth, 0, max_depth);
+    if (!depth)
+      return usage_error(g, depth.error().message);
     return with_files(g, [&](actors::blocking_files& files) {
       std::string out;
-      auto done = files.list(f->path, f->depth, [&](const fs::frame& x) {
-        if (g.json) {
-          nlohmann::ordered_json j{{"type", "entry"},
-                                   {"path", x.path},
-                                   {"name", x.name},
-                                   {"kind", std::string{to_string(x.kind)}},
-                                   {"size", x.size}};
-          out += j.dump(-1, ' ', false,
-                        nlohmann::ordered_json::error_handler_t::replace);
-          out += '\n';
-        } else {
-          out += fmt::format("{} {} {}{}\n", to_string(x.kind), x.size,
-                             x.path, x.kind == fs::file_kind::dir ? "/" : "");
-        }
-        if (out.size() >= ls_flush) {
-          write_fd(1, out);
-          out.clear();
-        }
-        return true;
-      });
-      write_fd(1, out);
+      auto done = files.list(
+        f->path, static_cast<uint32_t>(*depth), [&](const fs::frame& x) {
+          if (g.json) {
+            nlohmann::ordered_json j{{"type", "entry"}};
+            put_path(j, "path", x.path);
+            put_path(j, "name", x.name);
+            j["kind"] = std::string{to_string(x.kind)};
+            j["size"] = x.size;
+            out += json_line(j);
+            out += '\n';
+          } else {
+            out += fmt::format("{} {} {}{}\n", to_string(x.kind), x.size,
+                               escape_control(x.path),
+                               x.kind == fs::file_kind::dir ? "/" : "");
+          }
+          if (out.size() >= ls_flush) {
+            if (!emit(1, out))
+              return false;
+            out.clear();
+          }
+          return true;
+        });
+      if (!emit(1, out))
+        return exit_error;
       if (!g.json)
         return done.error ? report(g, *done.error) : exit_ok;
       nlohmann::ordered_json error = nullptr;
@@ -256,23 +322,27 @@ command add_stat(CLI::App& app, global_options& g) {
     "stat", "metadata and version of a path (symlinks are not followed)");
   cmd.sub->add_option("path", *path, "the path, relative to the session")
     ->required();
+  cmd.sub->footer(global_options_footer);
   cmd.run = [&g, path] {
     return with_files(g, [&](actors::blocking_files& files) {
       auto st = files.stat(*path);
       if (!st)
         return report(g, st.error());
       if (g.json) {
-        print_json({{"kind", std::string{to_string(st->kind)}},
-                    {"size", st->size},
-                    {"mtime_ns", st->mtime_ns},
-                    {"dev", st->dev},
-                    {"ino", st->ino},
-                    {"version", st->version}});
+        nlohmann::ordered_json j{{"type", "stat"}};
+        put_path(j, "path", *path);
+        j["kind"] = std::string{to_string(st->kind)};
+        j["size"] = st->size;
+        j["mtime_ns"] = st->mtime_ns;
+        j["dev"] = st->dev;
+        j["ino"] = st->ino;
+        j["version"] = st->version;
+        print_json(j);
       } else {
-        write_fd(1, fmt::format("kind={} size={} mtime_ns={} dev={} ino={} "
-                                "version={}\n",
-                                to_string(st->kind), st->size, st->mtime_ns,
-                                st->dev, st->ino, st->version));
+        emit(1, fmt::format("kind={} size={} mtime_ns={} dev={} ino={} "
+                            "version={}\n",
+                            to_string(st->kind), st->size, st->mtime_ns,
+                            st->dev, st->ino, st->version));
       }
       return exit_ok;
     });

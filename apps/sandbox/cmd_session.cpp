@@ -19,37 +19,30 @@ struct create_flags {
 
 nlohmann::ordered_json to_json(const actors::session_info& info) {
   auto endpoint = port_endpoint(info.port);
-  return {{"id", info.id},
-          {"working_directory", info.working_directory},
-          {"home_directory", info.home_directory},
-          {"port", info.port},
-          {"endpoint", endpoint ? *endpoint : std::string{}},
-          {"children", info.children}};
+  nlohmann::ordered_json j{{"type", "session"}, {"id", info.id}};
+  put_path(j, "working_directory", info.working_directory);
+  put_path(j, "home_directory", info.home_directory);
+  j["port"] = info.port;
+  j["endpoint"] = endpoint ? *endpoint : std::string{};
+  j["children"] = info.children;
+  return j;
 }
 
 void print_info(const global_options& g, const actors::session_info& info) {
   if (g.json) {
-    auto j = to_json(info);
-    j.erase("children");
-    print_json(j);
+    print_json(to_json(info));
     return;
   }
   auto endpoint = port_endpoint(info.port);
-  write_fd(1, fmt::format("id                 {}\n"
-                          "working_directory  {}\n"
-                          "home_directory     {}\n"
-                          "port               {}\n"
-                          "endpoint           {}\n",
-                          info.id, info.working_directory,
-                          info.home_directory, info.port,
-                          endpoint ? *endpoint : std::string{}));
-}
-
-int remote_unsupported(const global_options& g) {
-  return report(g, {errc::unsupported,
-                    fmt::format("--node {}: remote nodes are not supported "
-                                "by this build yet",
-                                g.node)});
+  emit(1, fmt::format("id                 {}\n"
+                      "working_directory  {}\n"
+                      "home_directory     {}\n"
+                      "port               {}\n"
+                      "endpoint           {}\n",
+                      escape_control(info.id),
+                      escape_control(info.working_directory),
+                      escape_control(info.home_directory), info.port,
+                      endpoint ? *endpoint : std::string{}));
 }
 
 } // namespace
@@ -62,17 +55,25 @@ command add_session(CLI::App& app, global_options& g) {
   auto create = cmd.sub->add_subcommand(
     "create", "create a session and print its id, directories and port");
   create->add_option("--workdir", flags->workdir,
-                     "working directory (default: a new one)");
+                     "working directory (default: the current directory)");
   create->add_option("--home", flags->home,
-                     "home directory (default: $TMPDIR/sandbox/home)");
-  create->add_option("--env", flags->env, "K=V for every command");
+                     "home directory (default: the node's, see "
+                     "docs/cli.md)");
+  create->add_option("--env", flags->env,
+                     "NAME=VALUE for every command; repeat it or give "
+                     "several")
+    ->allow_extra_args(false);
+  for (auto* sub : {cmd.sub, create})
+    sub->footer(global_options_footer);
   auto list = cmd.sub->add_subcommand("list", "list the node's sessions");
   auto stop = cmd.sub->add_subcommand("stop", "stop a session");
+  list->footer(global_options_footer);
+  stop->footer(global_options_footer);
   auto stop_id = std::make_shared<std::string>();
   stop->add_option("id", *stop_id, "session id")->required();
   cmd.run = [&g, flags, create, list, stop, stop_id] {
     if (!g.node.empty())
-      return remote_unsupported(g);
+      return report(g, remote_unsupported(g));
     auto& node = embedded();
     if (create->parsed()) {
       actors::session_config cfg;
@@ -81,7 +82,7 @@ command add_session(CLI::App& app, global_options& g) {
       for (auto& entry : flags->env) {
         auto kv = parse_env_entry(entry);
         if (!kv)
-          return report(g, kv.error());
+          return usage_error(g, kv.error().message);
         cfg.env[kv->first] = kv->second;
       }
       auto s = actors::blocking_session::create(node, cfg);
@@ -103,9 +104,10 @@ command add_session(CLI::App& app, global_options& g) {
         if (g.json)
           print_json(to_json(info));
         else
-          write_fd(1, fmt::format("{}  {}  port {}  {} children\n", info.id,
-                                  info.working_directory, info.port,
-                                  info.children));
+          emit(1, fmt::format("{}  {}  port {}  {} children\n",
+                              escape_control(info.id),
+                              escape_control(info.working_directory),
+                              info.port, info.children));
       }
       return exit_ok;
     }
@@ -113,17 +115,18 @@ command add_session(CLI::App& app, global_options& g) {
       auto receipt = node.stop_session(*stop_id);
       if (!receipt)
         return report(g, receipt.error());
-      if (g.json)
-        print_json({{"type", "stopped"},
-                    {"id", *stop_id},
-                    {"ended", receipt->ended},
-                    {"killed", receipt->killed},
-                    {"survivors", receipt->survivors}});
-      else
-        write_fd(1, fmt::format("stopped {}: {} ended, {} killed, {} "
-                                "survivors\n",
-                                *stop_id, receipt->ended, receipt->killed,
-                                receipt->survivors));
+      if (g.json) {
+        nlohmann::ordered_json j{{"type", "stopped"}};
+        put_path(j, "id", *stop_id);
+        j["ended"] = receipt->ended;
+        j["killed"] = receipt->killed;
+        j["survivors"] = receipt->survivors;
+        print_json(j);
+      } else
+        emit(1, fmt::format("stopped {}: {} ended, {} killed, {} "
+                            "survivors\n",
+                            escape_control(*stop_id), receipt->ended,
+                            receipt->killed, receipt->survivors));
       return exit_ok;
     }
     return exit_usage;

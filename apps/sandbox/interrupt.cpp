@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace sandbox::cli {
 
@@ -13,6 +15,7 @@ namespace {
 
 std::mutex mtx;
 std::function<void()> handler;
+std::atomic<int> first_signal{0};
 
 sigset_t interrupt_signals() {
   sigset_t set;
@@ -33,27 +36,31 @@ void install_interrupt_handling() {
       int sig = 0;
       if (sigwait(&set, &sig) != 0)
         continue;
-      std::function<void()> f;
-      {
-        std::lock_guard<std::mutex> guard{mtx};
-        f = handler;
-      }
-      if (f)
-        f();
+      int none = 0;
+      first_signal.compare_exchange_strong(none, sig);
+      // Called under the lock: the guard (and what its handler refers to)
+      // cannot go away meanwhile.
+      std::lock_guard<std::mutex> guard{mtx};
+      if (handler)
+        handler();
       else
-        _exit(128 + sig);
+        _exit(128 + first_signal.load());
     }
   }}.detach();
 }
 
+int interrupted_by() {
+  return first_signal.load();
+}
+
 interrupt_guard::interrupt_guard(std::function<void()> on_interrupt) {
   std::lock_guard<std::mutex> guard{mtx};
-  handler = std::move(on_interrupt);
+  previous_ = std::exchange(handler, std::move(on_interrupt));
 }
 
 interrupt_guard::~interrupt_guard() {
   std::lock_guard<std::mutex> guard{mtx};
-  handler = nullptr;
+  handler = std::move(previous_);
 }
 
 } // namespace sandbox::cli

@@ -5,18 +5,29 @@
 namespace sandbox::cli {
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in every thread and starts the one
-/// thread that waits for them. Call first thing in main, before any other
-/// thread exists.
+/// thread that waits for them. Call in main before any other thread exists.
+/// Without an `interrupt_guard`, such a signal ends the CLI at once with
+/// 128 + its number.
 void install_interrupt_handling();
 
+/// The first of SIGINT, SIGTERM or SIGHUP received (0: none). The CLI then
+/// exits with 128 + this number.
+int interrupted_by();
+
 /// While alive, an interrupt calls `on_interrupt` (e.g. cancel the running
-/// command, which then ends with its result) instead of exiting with 130.
+/// command, which then ends with its result) instead of exiting. The call
+/// happens under a lock the destructor also takes: once the guard is gone,
+/// its handler is neither running nor called again. Guards nest: the
+/// destructor puts back the handler of the guard that was active before.
 class interrupt_guard {
 public:
   explicit interrupt_guard(std::function<void()> on_interrupt);
   ~interrupt_guard();
   interrupt_guard(const interrupt_guard&) = delete;
   interrupt_guard& operator=(const interrupt_guard&) = delete;
+
+private:
+  std::function<void()> previous_;
 };
 
 } // namespace sandbox::cli

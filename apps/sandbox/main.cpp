@@ -1,26 +1,183 @@
-// sandbox: one CLI with subcommands (DESIGN.md §5).
+// sandbox: one CLI with subcommands (docs/cli.md).
 
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
 #include "interrupt.hpp"
 
+#ifndef SANDBOX_VERSION
+#  define SANDBOX_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace sandbox::cli;
+
+/// Global options that take a value (the next word, or after `=`).
+constexpr const char* valued_globals[]
+  = {"--node", "--log-level", "--session", "--tls-cert", "--tls-key",
+     "--tls-ca"};
+
+/// Levels of --log-level.
+constexpr const char* log_levels[]
+  = {"trace", "debug", "info", "warn", "error", "off"};
+
+template <class Range>
+bool contains(const Range& r, const std::string& x) {
+  return std::find(std::begin(r), std::end(r), x) != std::end(r);
+}
+
+/// A descriptor among 0-2 that is closed would be taken by the first
+/// descriptor the CLI opens (an eventfd, say) and command output would go
+/// there: each closed one is /dev/null instead.
+void reopen_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+      // The lowest free descriptor: `fd` itself.
+      (void) ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+}
+
+/// The words before `--`: only those can be options.
+size_t options_end(const std::vector<std::string>& args) {
+  auto i = std::find(args.begin(), args.end(), "--");
+  return static_cast<size_t>(i - args.begin());
+}
+
+/// Rewrites `--env A=1 B=2` into `--env A=1 --env B=2`: after its first
+/// value, --env takes every following word of the form NAME=VALUE.
+std::vector<std::string> expand_env(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  auto end = options_end(args);
+  for (size_t i = 0; i < args.size(); ++i) {
+    out.push_back(args[i]);
+    if (i >= end || args[i] != "--env" || i + 1 >= end)
+      continue;
+    out.push_back(args[++i]);
+    while (i + 1 < end) {
+      auto& next = args[i + 1];
+      auto eq = next.find('=');
+      if (next.empty() || next[0] == '-' || eq == std::string::npos
+          || eq == 0)
+        break;
+      out.push_back("--env");
+      out.push_back(next);
+      ++i;
+    }
+  }
+  return out;
+}
+
+/// The words that name subcommands (skipping global options and their
+/// values), up to `--`. Stops at an option it does not know (CLI11 then
+/// reports it).
+std::vector<std::string> command_words(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  auto end = options_end(args);
+  for (size_t i = 0; i < end; ++i) {
+    auto& a = args[i];
+    if (a.empty() || a[0] != '-' || a == "-") {
+      words.push_back(a);
+      // At most `session X` or `help session X`.
+      auto most = words[0] == "help" ? 3u : words[0] == "session" ? 2u : 1u;
+      if (words.size() >= most)
+        break;
+      continue;
+    }
+    if (contains(valued_globals, a))
+      ++i;
+    else if (a != "--json" && a.find('=') == std::string::npos)
+      break;
+  }
+  return words;
+}
+
+/// The names of `app`'s subcommands, for messages.
+std::string subcommand_names(const CLI::App& app) {
+  std::string out;
+  for (auto* sub : app.get_subcommands({})) {
+    if (!out.empty())
+      out += ", ";
+    out += sub->get_name();
+  }
+  return out;
+}
+
+/// A CLI11 message as one line.
+std::string one_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+    text.pop_back();
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+/// Checks the subcommand words before CLI11 does, for clear messages.
+/// Returns an exit status when the CLI is done (help, usage error).
+std::optional<int> check_words(CLI::App& app,
+                               const std::vector<std::string>& words,
+                               bool json) {
+  if (words.empty())
+    return std::nullopt; // --help, --version, or CLI11's own message
+  auto* target = &app;
+  bool help = words[0] == "help";
+  std::vector<std::string> path{words.begin() + (help ? 1 : 0), words.end()};
+  std::string prefix;
+  for (auto& w : path) {
+    CLI::App* sub = nullptr;
+    try {
+      sub = target->get_subcommand(w);
+    } catch (const CLI::OptionNotFound&) {
+    }
+    if (sub == nullptr) {
+      if (target != &app && target->get_subcommands({}).empty())
+        break; // an argument, e.g. the id of `session stop`
+      return usage_error(json,
+                         fmt::format("unknown subcommand: {}{} (expected "
+                                     "one of: {})",
+                                     prefix, w, subcommand_names(*target)));
+    }
+    prefix += w + " ";
+    target = sub;
+  }
+  if (help) {
+    emit(1, target->help());
+    return exit_ok;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
-  using namespace sandbox::cli;
+  reopen_standard_descriptors();
+  // Output errors are seen as EPIPE from write(2) and handled there.
+  ::signal(SIGPIPE, SIG_IGN);
   install_interrupt_handling();
   CLI::App app{"sandbox: run commands, code and file operations in "
                "sessions, on this machine or a remote node",
                "sandbox"};
   app.require_subcommand(1);
+  app.footer("`sandbox help SUBCOMMAND` shows a subcommand's options. Exit "
+             "status: 0 ok, 1 error, 2 usage error; run and code: the "
+             "command's.");
   global_options g;
   // Global options are accepted before or after the subcommand.
   app.fallthrough();
+  app.set_version_flag("--version", "sandbox " SANDBOX_VERSION);
   app.add_option("--node", g.node, "HOST:PORT of a remote node");
-  app.add_flag("--json", g.json, "print one JSON object per line");
+  app.add_flag("--json", g.json,
+               "print one JSON object per line (errors too)");
   app.add_option("--log-level", g.log_level,
-                 "trace, debug, info, warn, error or off");
+                 "trace, debug, info, warn (default), error or off");
   app.add_option("--session", g.session, "id of a session on the node");
   app.add_option("--tls-cert", g.tls_cert, "certificate (PEM) for TLS");
   app.add_option("--tls-key", g.tls_key, "private key (PEM) for TLS");
@@ -34,23 +191,78 @@ int main(int argc, char** argv) {
   commands.push_back(add_ls(app, g));
   commands.push_back(add_stat(app, g));
   commands.push_back(add_session(app, g));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return exit_usage;
-  }
-  spdlog::set_level(spdlog::level::from_str(g.log_level));
+  std::vector<std::string> args{argv + std::min(argc, 1), argv + argc};
+  auto end = options_end(args);
+  bool json = std::find(args.begin(), args.begin() + static_cast<long>(end),
+                        "--json")
+              != args.begin() + static_cast<long>(end);
+  args = expand_env(args);
   int status = exit_error;
-  for (auto& cmd : commands)
-    if (cmd.sub->parsed())
-      status = cmd.run();
+  if (auto done = check_words(app, command_words(args), json)) {
+    status = *done;
+  } else {
+    std::reverse(args.begin(), args.end()); // CLI11 takes them reversed
+    std::optional<int> parsed;
+    try {
+      app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+      // The help of the subcommand that was asked for.
+      CLI::App* target = &app;
+      for (CLI::App* sub = &app; sub != nullptr;) {
+        target = sub;
+        auto chosen = sub->get_subcommands();
+        sub = chosen.empty() ? nullptr : chosen.front();
+      }
+      emit(1, target->help());
+      parsed = exit_ok;
+    } catch (const CLI::CallForAllHelp&) {
+      emit(1, app.help("", CLI::AppFormatMode::All));
+      parsed = exit_ok;
+    } catch (const CLI::CallForVersion& e) {
+      emit(1, fmt::format("{}\n", e.what()));
+      parsed = exit_ok;
+    } catch (const CLI::ParseError& e) {
+      // Named after the (sub)subcommand it is about: "session stop: ...".
+      std::string prefix;
+      CLI::App* target = &app;
+      for (auto chosen = app.get_subcommands(); !chosen.empty();
+           chosen = target->get_subcommands()) {
+        target = chosen.front();
+        prefix += target->get_name() + " ";
+      }
+      if (!prefix.empty())
+        prefix.back() = ':', prefix += ' ';
+      std::string message = e.what();
+      if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr
+          && !target->get_subcommands({}).empty()
+          && target->get_subcommands().empty())
+        message = fmt::format("a subcommand is required (one of: {}); see "
+                              "sandbox help{}",
+                              subcommand_names(*target),
+                              target == &app ? "" : " " + target->get_name());
+      parsed = usage_error(json, prefix + one_line(message));
+    }
+    if (parsed) {
+      status = *parsed;
+    } else if (!contains(log_levels, g.log_level)) {
+      status = usage_error(g, fmt::format("--log-level expects one of trace, "
+                                          "debug, info, warn, error, off; "
+                                          "got {}",
+                                          g.log_level));
+    } else {
+      spdlog::set_level(spdlog::level::from_str(g.log_level));
+      for (auto& cmd : commands)
+        if (cmd.sub->parsed())
+          status = cmd.run();
+    }
+  }
+  // An interrupt ended the command: 128 + its number; a failed write to
+  // stdout/stderr: 141 or 1.
+  if (int sig = interrupted_by(); sig != 0)
+    status = 128 + sig;
+  else
+    status = output_status(status);
   // Exit without tearing down the actor system from a static destructor:
   // sessions were stopped by their commands already.
-  std::fflush(stdout);
   std::_Exit(status);
 }

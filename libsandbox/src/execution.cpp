@@ -1,5 +1,7 @@
 #include "sandbox/execution.hpp"
 
+#include <fmt/format.h>
+
 namespace sandbox {
 
 std::string_view to_string(exit_reason x) noexcept {
@@ -20,6 +22,17 @@ std::string_view to_string(exit_reason x) noexcept {
 
 std::string_view to_string(stream_kind x) noexcept {
   return x == stream_kind::out ? "stdout" : "stderr";
+}
+
+std::string code_runner_script(std::string_view interpreter) {
+  return fmt::format(
+    "set -f; IFS=:; "
+    "for d in $PATH; do "
+    "if [ -f \"${{d:-.}}/{0}\" ] && [ -x \"${{d:-.}}/{0}\" ]; then "
+    "exec \"${{d:-.}}/{0}\"; fi; "
+    "done; "
+    "printf 'Language interpreter not found: %s\\n' {0} >&2; exit {1}",
+    interpreter, exit_code_not_found);
 }
 
 } // namespace sandbox

@@ -19,7 +19,12 @@ reaper::reaper(reactor& r, bool reap_all_orphans)
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     spdlog::warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
                  "re-parented to init and cannot be reaped by the node");
-  wait_signal();
+}
+
+std::shared_ptr<reaper> reaper::make(reactor& r, bool reap_all_orphans) {
+  std::shared_ptr<reaper> result{new reaper(r, reap_all_orphans)};
+  result->wait_signal();
+  return result;
 }
 
 reaper::~reaper() {
@@ -29,12 +34,16 @@ reaper::~reaper() {
 }
 
 void reaper::wait_signal() {
-  signals_.async_wait([this](boost::system::error_code ec, int) {
-    if (ec)
+  // Weak: the owner may drop the reaper while this handler is queued; a
+  // handler that runs holds it until it returns.
+  signals_.async_wait([weak = weak_from_this()](boost::system::error_code ec,
+                                                int) {
+    auto self = weak.lock();
+    if (ec || !self)
       return;
-    if (reap_all_ || tracked() > 0)
-      schedule_scan();
-    wait_signal();
+    if (self->reap_all_ || self->tracked() > 0)
+      self->schedule_scan();
+    self->wait_signal();
   });
 }
 
@@ -47,12 +56,13 @@ void reaper::schedule_scan() {
     return;
   scan_pending_ = true;
   timer_.expires_at(last_scan_ + scan_interval);
-  timer_.async_wait([this](boost::system::error_code ec) {
-    if (ec)
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self)
       return;
-    scan_pending_ = false;
-    last_scan_ = std::chrono::steady_clock::now();
-    reap_now();
+    self->scan_pending_ = false;
+    self->last_scan_ = std::chrono::steady_clock::now();
+    self->reap_now();
   });
 }
 

@@ -3,11 +3,21 @@
 // End-to-end tests of the `sandbox` CLI: run the real binary through
 // /bin/sh and look at its output and exit status.
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,8 +57,24 @@ inline cli_result sandbox_cli(const std::string& args,
   return run_shell(cmd);
 }
 
+/// The bytes of a file ("" when missing).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Writes a file.
+inline void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  out << bytes;
+}
+
 /// A fresh directory under $TMPDIR (/tmp when unset), as an absolute path
-/// without symbolic links; removed with its contents at the end of the test.
+/// without symbolic links, searchable by every user (tests that run the
+/// CLI as another user need that); removed with its contents at the end of
+/// the test.
 struct temp_dir {
   std::string path;
   temp_dir() {
@@ -60,13 +86,115 @@ struct temp_dir {
       throw std::runtime_error("mkdtemp failed in " + tmpl);
     char real[PATH_MAX];
     path = ::realpath(tmpl.c_str(), real) != nullptr ? real : tmpl;
+    ::chmod(path.c_str(), 0755);
   }
   ~temp_dir() {
     run_shell("rm -rf '" + path + "'");
   }
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
+  std::string at(const std::string& rel) const {
+    return path + "/" + rel;
+  }
 };
+
+/// How `spawn_cli` runs the CLI.
+struct spawn_options {
+  std::string cwd;                 // empty: the test's
+  std::string stdin_path = "/dev/null";
+  std::vector<std::string> env;    // NAME=VALUE added
+  int limit_seconds = 60;          // killed (SIGKILL) after this long
+};
+
+/// What a CLI run did: exit status or signal, stdout, stderr, and the peak
+/// RSS (KiB) of the CLI and what it waited for.
+struct spawn_result {
+  bool exited = false;
+  int status = -1; // exit status, or 128 + the signal
+  std::string out;
+  std::string err;
+  long maxrss_kb = 0;
+};
+
+/// Runs `SANDBOX_CLI args...` directly (no shell: any bytes but NUL pass
+/// through) under `timeout -s KILL`, capturing stdout and stderr in files.
+inline spawn_result spawn_cli(const std::vector<std::string>& args,
+                              const spawn_options& o = {}) {
+  temp_dir io;
+  auto out_path = io.at("out");
+  auto err_path = io.at("err");
+  std::vector<std::string> argv_s{"timeout", "-s", "KILL",
+                                   std::to_string(o.limit_seconds),
+                                   SANDBOX_CLI};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e)
+    env_s.emplace_back(*e);
+  env_s.insert(env_s.end(), o.env.begin(), o.env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_s)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, o.stdin_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!o.cwd.empty())
+    posix_spawn_file_actions_addchdir_np(&fa, o.cwd.c_str());
+  spawn_result r;
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, "timeout", &fa, nullptr, argv.data(),
+                          envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return r;
+  int st = 0;
+  struct rusage ru {};
+  while (::wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {
+  }
+  r.exited = WIFEXITED(st);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.maxrss_kb = ru.ru_maxrss;
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+/// Decodes base64 (RFC 4648, with padding).
+inline std::string unbase64(const std::string& in) {
+  static const std::string alphabet
+    = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    auto v = alphabet.find(c);
+    if (v == std::string::npos)
+      continue; // padding
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+/// Number of lines in `text`.
+inline size_t count_lines(const std::string& text) {
+  size_t n = 0;
+  for (char c : text)
+    n += c == '\n';
+  return n;
+}
 
 /// Splits JSON-lines output.
 inline std::vector<nlohmann::json> json_lines(const std::string& out) {

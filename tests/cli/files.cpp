@@ -106,9 +106,12 @@ CAF_TEST(write then read round trips all 256 byte values) {
   auto j = run("read --json sub/bin");
   CAF_CHECK_EQUAL(j.status, 0);
   auto lines = json_lines(j.out);
-  CAF_REQUIRE_EQUAL(lines.size(), 1u);
-  CAF_CHECK_EQUAL(lines[0]["path"], "sub/bin");
-  CAF_CHECK_EQUAL(lines[0]["size"], 256);
+  CAF_REQUIRE_EQUAL(lines.size(), 2u);
+  CAF_CHECK_EQUAL(lines[1]["type"], "read");
+  CAF_CHECK_EQUAL(lines[1]["path"], "sub/bin");
+  CAF_CHECK_EQUAL(lines[1]["size"], 256);
+  CAF_CHECK_EQUAL(lines[0]["type"], "chunk");
+  CAF_CHECK_EQUAL(lines[0]["offset"], 0);
   CAF_CHECK(!lines[0].contains("data"));
   std::string b64 = lines[0]["data_b64"];
   CAF_CHECK_EQUAL(b64.size(), 344u);
@@ -125,6 +128,7 @@ CAF_TEST(write streams stdin of any size) {
   CAF_CHECK_EQUAL(w.status, 0);
   auto lines = json_lines(w.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  CAF_CHECK_EQUAL(lines[0]["type"], "written");
   CAF_CHECK_EQUAL(lines[0]["path"], "big");
   CAF_CHECK_EQUAL(lines[0]["bytes"], big.size());
   CAF_CHECK(slurp(at("big")) == big);
@@ -146,6 +150,7 @@ CAF_TEST(read selects lines and prints text as data in json) {
   auto j = run("--json read t.txt --start-line 3");
   auto lines = json_lines(j.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  CAF_CHECK_EQUAL(lines[0]["type"], "lines");
   CAF_CHECK_EQUAL(lines[0]["data"], "three\n");
   CAF_CHECK(!lines[0].contains("data_b64"));
   CAF_CHECK_EQUAL(run("read t.txt --start-line 0").status, 2);
@@ -217,8 +222,8 @@ CAF_TEST(rm removes a file and fails on a missing one) {
   spit(at("y"), "y");
   auto ok = json_lines(run("rm --json y").out);
   CAF_REQUIRE_EQUAL(ok.size(), 1u);
+  CAF_CHECK_EQUAL(ok[0]["type"], "removed");
   CAF_CHECK_EQUAL(ok[0]["path"], "y");
-  CAF_CHECK_EQUAL(ok[0]["removed"], true);
   CAF_CHECK_EQUAL(run("rm").status, 2);
 }
 
@@ -314,8 +319,9 @@ CAF_TEST(stat prints the path itself with a version) {
   std::vector<std::string> keys;
   for (auto& [k, v] : obj.items())
     keys.push_back(k);
-  CAF_CHECK_EQUAL(keys, (std::vector<std::string>{"kind", "size", "mtime_ns",
-                                                  "dev", "ino", "version"}));
+  CAF_CHECK_EQUAL(keys, (std::vector<std::string>{"type", "path", "kind",
+                                                  "size", "mtime_ns", "dev",
+                                                  "ino", "version"}));
   CAF_CHECK_EQUAL(obj["kind"], "file");
   CAF_CHECK_EQUAL(obj["size"], 3);
   struct stat st;

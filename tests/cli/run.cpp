@@ -1,6 +1,8 @@
 #define CAF_SUITE cli.run
 #include "caf/test/unit_test.hpp"
 
+#include <algorithm>
+
 #include "cli_fixture.hpp"
 
 using sandbox::test::json_lines;
@@ -27,7 +29,7 @@ CAF_TEST(run streams stdout and stderr to its own) {
   CAF_CHECK_EQUAL(r.out, "err\n");
 }
 
-CAF_TEST(run uses the current directory and the tmp home) {
+CAF_TEST(run uses the current directory and the node home) {
   auto r = sandbox_cli("run 'pwd; echo $HOME'");
   char buf[4096];
   std::string cwd = ::getcwd(buf, sizeof(buf));
@@ -83,10 +85,11 @@ CAF_TEST(global options are accepted after the subcommand) {
 }
 
 CAF_TEST(errors are one line and exit 1) {
-  auto r = sandbox_cli("run --env 1A=b true", true);
+  auto r = sandbox_cli("run --cwd no/such/dir true", true);
   CAF_CHECK_EQUAL(r.status, 1);
-  CAF_CHECK_EQUAL(r.out, "sandbox: invalid environment variable name: "
-                         "\"1A\"\n");
+  CAF_CHECK(r.out.rfind("sandbox: working directory does not exist: ", 0)
+            == 0);
+  CAF_CHECK_EQUAL(std::count(r.out.begin(), r.out.end(), '\n'), 1);
   r = sandbox_cli("run --json --cwd no/such/dir true");
   CAF_CHECK_EQUAL(r.status, 1);
   auto lines = json_lines(r.out);
@@ -99,6 +102,11 @@ CAF_TEST(usage errors exit 2) {
   CAF_CHECK_EQUAL(sandbox_cli("run", true).status, 2);
   CAF_CHECK_EQUAL(sandbox_cli("no-such-command", true).status, 2);
   CAF_CHECK_EQUAL(sandbox_cli("run --timeout abc true", true).status, 2);
+  // A bad --env is a usage error too (it was exit 1).
+  auto r = sandbox_cli("run --env 1A=b true", true);
+  CAF_CHECK_EQUAL(r.status, 2);
+  CAF_CHECK_EQUAL(r.out, "sandbox: --env: invalid environment variable "
+                         "name: \"1A\" (expected [A-Za-z_][A-Za-z0-9_]*)\n");
 }
 
 CAF_TEST(code runs a file or stdin with the interpreter) {

@@ -8,27 +8,41 @@ using sandbox::test::sandbox_cli;
 
 CAF_TEST(R18 session create prints id directories and endpoint) {
   sandbox::test::temp_dir dir;
-  auto wd = dir.path + "/wd";
-  auto home = dir.path + "/home";
-  auto r = sandbox_cli("session create --json --workdir '" + wd
-                       + "' --home '" + home + "'");
+  auto r = sandbox_cli("session create --json --workdir '" + dir.at("wd")
+                       + "' --home '" + dir.at("home") + "'");
   CAF_CHECK_EQUAL(r.status, 0);
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
   auto& j = lines[0];
-  CAF_CHECK_EQUAL(j["working_directory"], wd);
-  CAF_CHECK_EQUAL(j["home_directory"], home);
+  CAF_CHECK_EQUAL(j["type"], "session");
+  CAF_CHECK_EQUAL(j["working_directory"], dir.at("wd"));
+  CAF_CHECK_EQUAL(j["home_directory"], dir.at("home"));
   CAF_CHECK_EQUAL(j["id"].get<std::string>().size(), 36u);
   auto port = j["port"].get<int>();
   CAF_CHECK(port > 0);
   CAF_CHECK_EQUAL(j["endpoint"], "http://127.0.0.1:" + std::to_string(port));
+  CAF_CHECK_EQUAL(j["children"], 0);
+}
+
+CAF_TEST(D1 session create defaults to the current directory) {
+  sandbox::test::temp_dir dir;
+  auto r = sandbox::test::run_shell("cd '" + dir.path + "' && " + SANDBOX_CLI
+                                    + " --json session create");
+  auto lines = json_lines(r.out);
+  CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  char buf[4096];
+  std::string real = ::realpath(dir.path.c_str(), buf);
+  CAF_CHECK_EQUAL(lines[0]["working_directory"], real);
+  auto help = sandbox_cli("session create --help");
+  CAF_CHECK(help.out.find("default: the current directory")
+            != std::string::npos);
 }
 
 CAF_TEST(R18 session create rejects a bad env name) {
   auto r = sandbox_cli("session create --env 9X=1", true);
-  CAF_CHECK_EQUAL(r.status, 1);
-  CAF_CHECK_EQUAL(r.out, "sandbox: invalid environment variable name: "
-                         "\"9X\"\n");
+  CAF_CHECK_EQUAL(r.status, 2);
+  CAF_CHECK_EQUAL(r.out, "sandbox: --env: invalid environment variable "
+                         "name: \"9X\" (expected [A-Za-z_][A-Za-z0-9_]*)\n");
 }
 
 CAF_TEST(R22 session stop of an unknown id exits 1) {

@@ -49,6 +49,19 @@ constexpr int exit_code_cancelled = 130;
 /// Exit code of a missing interpreter (R7) or command (as sh).
 constexpr int exit_code_not_found = 127;
 
+/// The shell script that runs code with an interpreter (R7): the code
+/// arrives on the script's stdin and is never seen by a shell parser.
+/// `interpreter` names the interpreter inside the script: `$0` when the
+/// language is passed as the script's $0, or a language already checked by
+/// `validate_language` (such a name is a safe shell word, free of quotes,
+/// `$`, `:` and blanks). The interpreter
+/// must be an executable file on the execution's PATH (`command -v` would
+/// also accept builtins and keywords such as `cd` or `if`, which cannot run
+/// a program from stdin); otherwise the script prints
+/// `Language interpreter not found: <language>` and exits with
+/// `exit_code_not_found`.
+std::string code_runner_script(std::string_view interpreter);
+
 /// Default cap on the retained stdout and stderr of one result (R9).
 constexpr uint64_t default_output_cap = 16u << 20;
 

@@ -23,14 +23,17 @@ namespace sandbox {
 /// application embedding the library started itself: only zombies that were
 /// registered as ours (`track_pid`) or that belong to a registered process
 /// group (`track_group`) are reaped. Thread-safe.
-class reaper {
+class reaper : public std::enable_shared_from_this<reaper> {
 public:
   /// Sets PR_SET_CHILD_SUBREAPER on this process and watches SIGCHLD on `r`.
   /// With `reap_all_orphans`, every zombie child that is not one of our own
   /// launched children is reaped (right for a process that is only a node,
   /// such as the CLI or `serve`); without it, only registered ones are
-  /// (right when a host application has children of its own).
-  explicit reaper(reactor& r, bool reap_all_orphans = false);
+  /// (right when a host application has children of its own). The reactor's
+  /// handlers hold the reaper only weakly: it may go away while one of them
+  /// is queued, and one that runs keeps it alive until it returns.
+  static std::shared_ptr<reaper> make(reactor& r,
+                                      bool reap_all_orphans = false);
 
   ~reaper();
 
@@ -77,6 +80,8 @@ public:
   static constexpr std::chrono::milliseconds scan_interval{50};
 
 private:
+  reaper(reactor& r, bool reap_all_orphans);
+
   void wait_signal();
   void schedule_scan();
 
