@@ -70,8 +70,8 @@ void encode(benchmark::State& state, T x) {
     }
     benchmark::DoNotOptimize(buf.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()
-                                               * payload_size(x)));
+  state.SetBytesProcessed(
+    static_cast<int64_t>(state.iterations() * payload_size(x)));
   state.counters["frame_bytes"] = static_cast<double>(buf.size());
 }
 
@@ -93,8 +93,8 @@ void decode(benchmark::State& state, T x) {
     }
     benchmark::DoNotOptimize(y);
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()
-                                               * payload_size(x)));
+  state.SetBytesProcessed(
+    static_cast<int64_t>(state.iterations() * payload_size(x)));
 }
 
 void BM_encode_output_chunk_64k(benchmark::State& state) {

@@ -43,8 +43,8 @@ void BM_memcpy_baseline(benchmark::State& state) {
 BENCHMARK(BM_memcpy_baseline);
 
 void BM_is_valid_env_name(benchmark::State& state) {
-  const std::vector<std::string> names{"PATH", "HOME", "LD_LIBRARY_PATH",
-                                       "_private_9", "BAD-NAME", "1BAD"};
+  const std::vector<std::string> names{
+    "PATH", "HOME", "LD_LIBRARY_PATH", "_private_9", "BAD-NAME", "1BAD"};
   for (auto _ : state) {
     for (const auto& name : names) {
       auto ok = sandbox::is_valid_env_name(name);
@@ -82,8 +82,8 @@ void BM_capped_output_append_64k(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * chunk_size);
-  state.counters["retained_MiB"] =
-    static_cast<double>(out.retained_capacity()) / (1 << 20);
+  state.counters["retained_MiB"] = static_cast<double>(out.retained_capacity())
+                                   / (1 << 20);
 }
 BENCHMARK(BM_capped_output_append_64k);
 

@@ -46,8 +46,7 @@ struct reply_to_result<R, F, caf::detail::type_list<Args...>> {
 /// `(session_actor&, session_info&)`) turns into the `R` returned. A failed
 /// request becomes its sandbox error (see `from_caf`).
 template <class R, class Handle, class F, class... Ts>
-result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f,
-                  Ts&&... xs) {
+result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f, Ts&&... xs) {
   using args = typename caf::detail::get_callable_trait<F>::arg_types;
   caf::scoped_actor self{sys};
   result<R> out = sandbox::error{errc::aborted, "no answer"};
@@ -67,8 +66,7 @@ result<T> ask(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
 /// As `ask_as`, for requests answered with an `Ack` atom (`ok_atom` or
 /// `ack_atom`) that carries nothing else.
 template <class Ack, class Handle, class... Ts>
-result<void> ask_ack(caf::scoped_actor& self, const Handle& dest,
-                     Ts&&... xs) {
+result<void> ask_ack(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   result<void> out;
   self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
     .receive([](Ack) {}, [&](caf::error& err) { out = from_caf(err); });

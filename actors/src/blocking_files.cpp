@@ -121,17 +121,14 @@ result<std::string> blocking_files::read_text(const std::string& path,
 result<uint64_t> blocking_files::read_stream(const std::string& path,
                                              const byte_callback& on_chunk,
                                              uint32_t chunk_size) {
-  auto on_item = [&](chunk_atom,
-                     std::string& chunk) -> caf::result<ack_atom> {
+  auto on_item = [&](chunk_atom, std::string& chunk) -> caf::result<ack_atom> {
     if (on_chunk && !on_chunk(chunk))
-      return caf::make_error(errc::aborted,
-                             fmt::format("read {}: cancelled by the caller",
-                                         path));
+      return caf::make_error(
+        errc::aborted, fmt::format("read {}: cancelled by the caller", path));
     return ack_atom_v;
   };
   return ask_stream<byte_sink, uint64_t>(*sys_, handle_, on_item,
-                                         read_stream_atom_v, path,
-                                         chunk_size);
+                                         read_stream_atom_v, path, chunk_size);
 }
 
 result<void> blocking_files::write_file(const std::string& path,
@@ -201,7 +198,9 @@ result<blocking_files> files_of(blocking_session& session) {
   auto& sys = session.handle().home_system();
   return ask_map<blocking_files>(
     sys, session.handle(),
-    [&](filesystem_actor& h) { return blocking_files{sys, std::move(h)}; },
+    [&](filesystem_actor& h) {
+      return blocking_files{sys, std::move(h)};
+    },
     files_atom_v);
 }
 

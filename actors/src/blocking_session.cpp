@@ -63,8 +63,7 @@ auto chunk_handler(const chunk_callback& on_chunk) {
 template <class... Ts>
 result<exec_result> stream_request(caf::actor_system& sys,
                                    const session_actor& session,
-                                   const chunk_callback& on_chunk,
-                                   Ts... xs) {
+                                   const chunk_callback& on_chunk, Ts... xs) {
   return ask_stream<chunk_sink, exec_result>(sys, session,
                                              chunk_handler(on_chunk), xs...);
 }
@@ -113,9 +112,11 @@ blocking_session::execute_streaming(const std::string& command,
                         opts);
 }
 
-result<exec_result> blocking_session::execute_code(
-  const std::string& code, const std::string& language,
-  const exec_options& opts, const chunk_callback& on_chunk) {
+result<exec_result>
+blocking_session::execute_code(const std::string& code,
+                               const std::string& language,
+                               const exec_options& opts,
+                               const chunk_callback& on_chunk) {
   return stream_request(*sys_, handle_, on_chunk, code_atom_v, code, language,
                         opts);
 }
@@ -134,11 +135,9 @@ result<exec_result> blocking_session::execute_code_streaming(
   std::optional<blocking_process> process;
   sandbox::error failure{errc::aborted, "no answer"};
   self->request(handle_, caf::infinite, spawn_atom_v, command, opts, sink)
-    .receive(
-      [&](process_actor& p, int32_t pid) {
-        process.emplace(*sys_, std::move(p), pid);
-      },
-      [&](caf::error& err) { failure = from_caf(err); });
+    .receive([&](process_actor& p,
+                 int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
+             [&](caf::error& err) { failure = from_caf(err); });
   if (!process)
     return failure;
   relay_request<exec_result>(*sys_, self, process->handle(), wait_atom_v);

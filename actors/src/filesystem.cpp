@@ -196,8 +196,8 @@ void pump_read(self_ptr self, std::shared_ptr<read_job> job) {
       [self, job, n](ack_atom) {
         job->total += n;
         if (self->state.stopped) {
-          job->rp.deliver(stopped_error(
-            fmt::format("read {}", job->reader.path())));
+          job->rp.deliver(
+            stopped_error(fmt::format("read {}", job->reader.path())));
           return;
         }
         pump_read(self, job);
@@ -287,12 +287,12 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
       auto reader = fs::file_reader::open(*abs);
       if (!reader)
         return to_caf(reader.error());
-      auto job = std::make_shared<read_job>(read_job{
-        std::move(*reader), std::move(sink),
-        self->make_response_promise<uint64_t>(),
-        chunk_size == 0 ? default_read_chunk
-                        : std::min<size_t>(chunk_size, max_read_chunk),
-        0});
+      auto job = std::make_shared<read_job>(
+        read_job{std::move(*reader), std::move(sink),
+                 self->make_response_promise<uint64_t>(),
+                 chunk_size == 0 ? default_read_chunk
+                                 : std::min<size_t>(chunk_size, max_read_chunk),
+                 0});
       pump_read(self, job);
       return job->rp;
     },
@@ -351,8 +351,8 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
     [self](remove_atom, const std::string& path) -> caf::result<ok_atom> {
       return on_path(self, "remove", path, fs::remove_file);
     },
-    [self](list_files_atom, const std::string& path)
-      -> caf::result<std::vector<fs::dir_entry>> {
+    [self](list_files_atom,
+           const std::string& path) -> caf::result<std::vector<fs::dir_entry>> {
       return on_path(self, "list", path, fs::list_files);
     },
     [self](list_atom, const std::string& path, uint32_t max_depth,
@@ -362,9 +362,9 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
       if (!abs)
         return list_done{0, to_caf(abs.error())};
       if (!sink)
-        return list_done{0, caf::make_error(errc::invalid_argument,
-                                            fmt::format("list {}: no sink",
-                                                        path))};
+        return list_done{
+          0, caf::make_error(errc::invalid_argument,
+                             fmt::format("list {}: no sink", path))};
       auto walker = fs::tree_walker::open(*abs, max_depth);
       if (!walker)
         return list_done{0, to_caf(walker.error())};
@@ -394,7 +394,7 @@ filesystem_behavior(self_ptr self, std::string working_directory) {
 } // namespace
 
 filesystem_actor_impl spawn_filesystem(caf::actor_system& sys,
-                                  std::string working_directory) {
+                                       std::string working_directory) {
   return sys.spawn<caf::detached>(filesystem_behavior,
                                   std::move(working_directory));
 }

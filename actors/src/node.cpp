@@ -60,9 +60,8 @@ void run_hook(self_ptr self, const std::string& id, session_actor s) {
       try {
         err = hook(worker->system(), restricted(s));
       } catch (const std::exception& e) {
-        err = caf::make_error(errc::aborted,
-                              fmt::format("on_first_create failed: {}",
-                                          e.what()));
+        err = caf::make_error(
+          errc::aborted, fmt::format("on_first_create failed: {}", e.what()));
       }
       caf::anon_send(node, hooked_atom_v, id, std::move(err));
       worker->quit();
@@ -83,9 +82,7 @@ node_actor_impl::behavior_type refusing(caf::error err) {
     [err](resume_atom, const std::string&) -> caf::result<session_actor> {
       return err;
     },
-    [err](list_atom) -> caf::result<std::vector<session_info>> {
-      return err;
-    },
+    [err](list_atom) -> caf::result<std::vector<session_info>> { return err; },
     [err](stop_atom, const std::string&) -> caf::result<stop_receipt> {
       return err;
     },
@@ -127,8 +124,8 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       }
   });
   return {
-    [self](create_atom, session_config& cfg)
-      -> caf::result<session_actor, session_info> {
+    [self](create_atom,
+           session_config& cfg) -> caf::result<session_actor, session_info> {
       auto& st = self->state;
       auto params = make_session_params(st.rt, cfg, st.cfg.base_directory);
       if (!params)
@@ -249,8 +246,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
   };
 }
 
-node_actor spawn_node(caf::actor_system& sys, runtime_ptr rt,
-                      node_config cfg) {
+node_actor spawn_node(caf::actor_system& sys, runtime_ptr rt, node_config cfg) {
   return sys.spawn(node_behavior, std::move(rt), std::move(cfg));
 }
 

@@ -83,16 +83,17 @@ void send_chunk(self_ptr self, stream_kind s, std::string data) {
   self
     ->request(st.p.sink, caf::infinite, chunk_atom_v,
               output_chunk{s, std::move(data)})
-    .then([self, s](ack_atom) {
-            if (self->state.child)
-              self->state.child->grant(s);
-          },
-          [self, s](caf::error&) {
-            // A sink that went away stops streaming, not the execution.
-            self->state.p.sink = nullptr;
-            if (self->state.child)
-              self->state.child->grant(s);
-          });
+    .then(
+      [self, s](ack_atom) {
+        if (self->state.child)
+          self->state.child->grant(s);
+      },
+      [self, s](caf::error&) {
+        // A sink that went away stops streaming, not the execution.
+        self->state.p.sink = nullptr;
+        if (self->state.child)
+          self->state.child->grant(s);
+      });
 }
 
 void maybe_finish(self_ptr self) {
@@ -181,8 +182,7 @@ void end_execution(self_ptr self, exit_reason why) {
   auto handle = caf::actor_cast<process_actor_impl>(self);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(),
                   executions_query({pid}, {}, st.p.marker_prefix), {pid},
-                  st.p.rt->config().stop,
-                  [handle](stop_receipt receipt) {
+                  st.p.rt->config().stop, [handle](stop_receipt receipt) {
                     caf::anon_send(handle, ended_atom_v, receipt);
                   });
 }
@@ -221,8 +221,8 @@ void start_child(self_ptr self) {
 
 } // namespace
 
-process_actor_impl::behavior_type
-process_behavior(self_ptr self, process_params params) {
+process_actor_impl::behavior_type process_behavior(self_ptr self,
+                                                   process_params params) {
   auto& st = self->state;
   st.p = std::move(params);
   st.kept[0] = std::make_unique<capped_output>(st.p.output_cap);
@@ -261,8 +261,7 @@ process_behavior(self_ptr self, process_params params) {
       // 0 probes; anything above SIGRTMAX is no signal.
       if (sig < 0 || sig > SIGRTMAX)
         return caf::make_error(errc::invalid_argument,
-                               "invalid signal number: "
-                                 + std::to_string(sig));
+                               "invalid signal number: " + std::to_string(sig));
       if (st.child && !st.exited)
         st.child->signal_group(sig);
       return ok_atom_v;
@@ -313,9 +312,9 @@ process_behavior(self_ptr self, process_params params) {
       if (err == 0)
         i->second.deliver(ok_atom_v);
       else
-        i->second.deliver(caf::make_error(
-          errc::io_error, std::string{"write to stdin failed: "}
-                            + std::strerror(err)));
+        i->second.deliver(
+          caf::make_error(errc::io_error, std::string{"write to stdin failed: "}
+                                            + std::strerror(err)));
       st.writes.erase(i);
     },
     [self](timeout_atom) { end_execution(self, exit_reason::timeout); },

@@ -12,8 +12,7 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<chunk_sink>("sandbox::actors::chunk_sink");
   cfg.add_message_type<process_actor>("sandbox::actors::process_actor");
   cfg.add_message_type<session_actor>("sandbox::actors::session_actor");
-  cfg.add_message_type<filesystem_actor>(
-    "sandbox::actors::filesystem_actor");
+  cfg.add_message_type<filesystem_actor>("sandbox::actors::filesystem_actor");
   cfg.add_message_type<byte_sink>("sandbox::actors::byte_sink");
   cfg.add_message_type<frame_sink>("sandbox::actors::frame_sink");
   cfg.add_message_type<restricted_session>(
@@ -23,16 +22,15 @@ void register_types(caf::actor_system_config& cfg) {
     "std::vector<sandbox::actors::session_info>");
   cfg.add_message_type<exit_reason>("sandbox::exit_reason");
   cfg.add_message_type<stream_kind>("sandbox::stream_kind");
-  cfg.add_error_category(
-    caf::atom("sandbox"),
-    [](uint8_t code, caf::atom_value, const caf::message& ctx) {
-      std::string result{to_string(static_cast<errc>(code))};
-      if (ctx.match_elements<std::string>()) {
-        result += ": ";
-        result += ctx.get_as<std::string>(0);
-      }
-      return result;
-    });
+  cfg.add_error_category(caf::atom("sandbox"), [](uint8_t code, caf::atom_value,
+                                                  const caf::message& ctx) {
+    std::string result{to_string(static_cast<errc>(code))};
+    if (ctx.match_elements<std::string>()) {
+      result += ": ";
+      result += ctx.get_as<std::string>(0);
+    }
+    return result;
+  });
 }
 
 system_config::system_config() {

@@ -57,16 +57,14 @@ result<void> validate(const runtime_config& cfg) {
   if (cfg.stop.grace.count() < 0)
     return invalid("stop.grace", ms(cfg.stop.grace), "must not be negative");
   if (cfg.stop.verify.count() < 0)
-    return invalid("stop.verify", ms(cfg.stop.verify),
-                   "must not be negative");
+    return invalid("stop.verify", ms(cfg.stop.verify), "must not be negative");
   if (cfg.stop.poll.count() <= 0)
     return invalid("stop.poll", ms(cfg.stop.poll), "must be positive");
   if (cfg.linger.count() < 0)
     return invalid("linger", ms(cfg.linger), "must not be negative");
   if (!cfg.temp_directory.empty())
     if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
-      return invalid("temp_directory",
-                     quote_for_message(cfg.temp_directory),
+      return invalid("temp_directory", quote_for_message(cfg.temp_directory),
                      ok.error().message);
   return {};
 }
@@ -92,8 +90,7 @@ runtime::~runtime() {
   // join itself: hand the teardown to a thread of its own, which joins the
   // reactor once the current callback has returned.
   if (reactor_->executor().running_in_this_thread()) {
-    std::thread{[reap = std::move(reaper_),
-                 r = std::move(reactor_)]() mutable {
+    std::thread{[reap = std::move(reaper_), r = std::move(reactor_)]() mutable {
       reap.reset();
       r.reset();
     }}.detach();

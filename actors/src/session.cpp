@@ -122,9 +122,8 @@ result<launch_spec> prepare(session_state& st, const std::string& cmd,
   if (auto ok = ensure_home(st); !ok)
     return ok.error();
   launch_spec spec;
-  spec.cwd = opts.cwd.empty()
-               ? st.p.working_directory
-               : fs::resolve(st.p.working_directory, opts.cwd);
+  spec.cwd = opts.cwd.empty() ? st.p.working_directory
+                              : fs::resolve(st.p.working_directory, opts.cwd);
   spec.executable = st.p.rt->config().shell;
   spec.argv = {spec.executable, "-c", cmd};
   spec.env = layered_env(st, opts.env, exec_id);
@@ -139,8 +138,7 @@ const std::string& code_runner() {
 
 /// Refuses a cancel key that a running execution of the session holds: a
 /// key names one execution, so `cancel` never has to guess.
-result<void> check_cancel_key(const session_state& st,
-                              const std::string& key) {
+result<void> check_cancel_key(const session_state& st, const std::string& key) {
   if (key.empty())
     return {};
   for (auto& [addr, c] : st.children)
@@ -152,11 +150,10 @@ result<void> check_cancel_key(const session_state& st,
   return {};
 }
 
-result<session_child> start(self_ptr self, result<launch_spec> spec,
-                            const exec_options& opts, chunk_sink sink,
-                            uint64_t exec_id,
-                            std::optional<std::string> initial_stdin,
-                            bool keep_stdin = false) {
+result<session_child>
+start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
+      chunk_sink sink, uint64_t exec_id,
+      std::optional<std::string> initial_stdin, bool keep_stdin = false) {
   auto& st = self->state;
   if (!spec)
     return spec.error();
@@ -389,8 +386,7 @@ result<session_params> make_session_params(runtime_ptr rt,
   if (requested.empty())
     requested = base_directory.empty() ? std::string{"."}
                                        : base_directory + "/" + p.id;
-  auto wd = make_directories(fs::resolve(*cwd, requested),
-                             "working directory");
+  auto wd = make_directories(fs::resolve(*cwd, requested), "working directory");
   if (!wd)
     return wd.error();
   if (cfg.home_directory.empty()) {

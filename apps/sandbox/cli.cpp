@@ -41,8 +41,7 @@ bool emit(int fd, std::string_view data) {
       continue;
     if (n <= 0) {
       int expected = 0;
-      write_errors[fd].compare_exchange_strong(expected,
-                                               n < 0 ? errno : EIO);
+      write_errors[fd].compare_exchange_strong(expected, n < 0 ? errno : EIO);
       return false;
     }
     data.remove_prefix(static_cast<size_t>(n));
@@ -62,8 +61,7 @@ int output_status(int status) {
     if (err == EPIPE)
       return exit_broken_pipe;
     if (fd == 1)
-      emit(2, fmt::format("sandbox: write stdout: {}\n",
-                          std::strerror(err)));
+      emit(2, fmt::format("sandbox: write stdout: {}\n", std::strerror(err)));
     return exit_error;
   }
   return status;
@@ -264,9 +262,8 @@ result<std::chrono::milliseconds> parse_timeout(const std::string& text) {
   return std::chrono::milliseconds{ms};
 }
 
-result<uint64_t> parse_integer(std::string_view option,
-                               const std::string& text, uint64_t lo,
-                               uint64_t hi) {
+result<uint64_t> parse_integer(std::string_view option, const std::string& text,
+                               uint64_t lo, uint64_t hi) {
   auto bad = [&] {
     return error{errc::invalid_argument,
                  fmt::format("{} expects an integer from {} to {}, got {}",

@@ -105,8 +105,8 @@ result<size_t> read_full(int fd, std::string& buf, std::string_view what,
 // -- option values ------------------------------------------------------------
 
 /// Parses "K=V"; the name must be valid. Errors (usage) name the entry.
-result<std::pair<std::string, std::string>> parse_env_entry(
-  const std::string& entry);
+result<std::pair<std::string, std::string>>
+parse_env_entry(const std::string& entry);
 
 /// The largest --timeout, in seconds.
 constexpr double max_timeout_seconds = 1e9;
@@ -117,9 +117,8 @@ result<std::chrono::milliseconds> parse_timeout(const std::string& text);
 
 /// Parses a decimal integer option in [lo, hi]. Errors (usage) name the
 /// option and the range.
-result<uint64_t> parse_integer(std::string_view option,
-                               const std::string& text, uint64_t lo,
-                               uint64_t hi);
+result<uint64_t> parse_integer(std::string_view option, const std::string& text,
+                               uint64_t lo, uint64_t hi);
 
 // -- sessions -----------------------------------------------------------------
 

@@ -36,9 +36,10 @@ void add_exec_flags(CLI::App* sub, exec_flags& f) {
                               max_timeout_seconds));
   sub->add_option("--cwd", f.cwd,
                   "working directory, relative to the session's");
-  sub->add_option("--env", f.env,
-                  "NAME=VALUE added to the environment; repeat it or give "
-                  "several (they end at the first word without '=')")
+  sub
+    ->add_option("--env", f.env,
+                 "NAME=VALUE added to the environment; repeat it or give "
+                 "several (they end at the first word without '=')")
     ->allow_extra_args(false);
   sub->footer(global_options_footer);
 }
@@ -64,9 +65,10 @@ result<exec_options> to_options(const exec_flags& f) {
 /// Streams chunks to our stdout/stderr (or as JSON lines) and maps the
 /// result to the exit status. When our output cannot be written (a closed
 /// pipe, a full disk), the command is cancelled: nobody would see more.
-int stream_and_exit(const global_options& g, actors::blocking_session& s,
-                    const std::function<result<exec_result>(
-                      const actors::chunk_callback&)>& start) {
+int stream_and_exit(
+  const global_options& g, actors::blocking_session& s,
+  const std::function<result<exec_result>(const actors::chunk_callback&)>&
+    start) {
   interrupt_guard guard{[&s] { (void) s.cancel(cli_cancel_key); }};
   // Interrupted before the guard: nothing is started.
   if (interrupted_by() != 0)
@@ -154,19 +156,23 @@ command add_run(CLI::App& app, global_options& g) {
     "run", "run a shell command (/bin/sh -c; its stdin is /dev/null); the "
            "exit status is the command's");
   add_exec_flags(cmd.sub, *flags);
-  cmd.sub->add_option("command", *words,
-                      "the command; words after -- are joined with spaces")
+  cmd.sub
+    ->add_option("command", *words,
+                 "the command; words after -- are joined with spaces")
     ->required();
   cmd.run = [&g, flags, words] {
     auto opts = to_options(*flags);
     if (!opts)
       return usage_error(g, opts.error().message);
     auto command = join_words(*words);
-    return with_session(g, [&](actors::blocking_session& s) {
-      return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
-        return s.execute_streaming(command, *opts, cb);
-      });
-    }, true);
+    return with_session(
+      g,
+      [&](actors::blocking_session& s) {
+        return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
+          return s.execute_streaming(command, *opts, cb);
+        });
+      },
+      true);
   };
   return cmd;
 }
@@ -194,23 +200,26 @@ command add_code(CLI::App& app, global_options& g) {
     // where an interrupt simply ends the CLI.
     int fd = *file == "-" ? 0 : ::open(file->c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-      return report(g, make_errno_error(
-                         errno, fmt::format("cannot open {}",
-                                            quote_for_message(*file))));
+      return report(g, make_errno_error(errno,
+                                        fmt::format("cannot open {}",
+                                                    quote_for_message(*file))));
     auto name = *file == "-" ? std::string{"stdin"} : quote_for_message(*file);
     auto st = std::make_shared<feed_state>();
-    auto status = with_session(g, [&](actors::blocking_session& s) {
-      return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
-        return s.execute_code_streaming(
-          *language, *opts,
-          [&](actors::blocking_process p) {
-            // Detached: it may sit in a read of a terminal after the
-            // interpreter ended; the CLI exits without waiting for it.
-            std::thread{feed, fd, name, std::move(p), st}.detach();
-          },
-          cb);
-      });
-    }, true);
+    auto status = with_session(
+      g,
+      [&](actors::blocking_session& s) {
+        return stream_and_exit(g, s, [&](const actors::chunk_callback& cb) {
+          return s.execute_code_streaming(
+            *language, *opts,
+            [&](actors::blocking_process p) {
+              // Detached: it may sit in a read of a terminal after the
+              // interpreter ended; the CLI exits without waiting for it.
+              std::thread{feed, fd, name, std::move(p), st}.detach();
+            },
+            cb);
+        });
+      },
+      true);
     std::lock_guard<std::mutex> guard{st->mtx};
     if (st->failure)
       return report(g, *st->failure);

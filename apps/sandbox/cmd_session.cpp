@@ -59,9 +59,10 @@ command add_session(CLI::App& app, global_options& g) {
   create->add_option("--home", flags->home,
                      "home directory (default: the node's, see "
                      "docs/cli.md)");
-  create->add_option("--env", flags->env,
-                     "NAME=VALUE for every command; repeat it or give "
-                     "several")
+  create
+    ->add_option("--env", flags->env,
+                 "NAME=VALUE for every command; repeat it or give "
+                 "several")
     ->allow_extra_args(false);
   for (auto* sub : {cmd.sub, create})
     sub->footer(global_options_footer);
@@ -106,8 +107,8 @@ command add_session(CLI::App& app, global_options& g) {
         else
           emit(1, fmt::format("{}  {}  port {}  {} children\n",
                               escape_control(info.id),
-                              escape_control(info.working_directory),
-                              info.port, info.children));
+                              escape_control(info.working_directory), info.port,
+                              info.children));
       }
       return exit_ok;
     }

@@ -24,13 +24,12 @@ namespace {
 using namespace sandbox::cli;
 
 /// Global options that take a value (the next word, or after `=`).
-constexpr const char* valued_globals[]
-  = {"--node", "--log-level", "--session", "--tls-cert", "--tls-key",
-     "--tls-ca"};
+constexpr const char* valued_globals[] = {
+  "--node", "--log-level", "--session", "--tls-cert", "--tls-key", "--tls-ca"};
 
 /// Levels of --log-level.
-constexpr const char* log_levels[]
-  = {"trace", "debug", "info", "warn", "error", "off"};
+constexpr const char* log_levels[] = {"trace", "debug", "info",
+                                      "warn",  "error", "off"};
 
 template <class Range>
 bool contains(const Range& r, const std::string& x) {
@@ -66,8 +65,7 @@ std::vector<std::string> expand_env(const std::vector<std::string>& args) {
     while (i + 1 < end) {
       auto& next = args[i + 1];
       auto eq = next.find('=');
-      if (next.empty() || next[0] == '-' || eq == std::string::npos
-          || eq == 0)
+      if (next.empty() || next[0] == '-' || eq == std::string::npos || eq == 0)
         break;
       out.push_back("--env");
       out.push_back(next);
@@ -122,9 +120,8 @@ std::string one_line(std::string text) {
 
 /// Checks the subcommand words before CLI11 does, for clear messages.
 /// Returns an exit status when the CLI is done (help, usage error).
-std::optional<int> check_words(CLI::App& app,
-                               const std::vector<std::string>& words,
-                               bool json) {
+std::optional<int>
+check_words(CLI::App& app, const std::vector<std::string>& words, bool json) {
   if (words.empty())
     return std::nullopt; // --help, --version, or CLI11's own message
   auto* target = &app;
@@ -174,8 +171,7 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.set_version_flag("--version", "sandbox " SANDBOX_VERSION);
   app.add_option("--node", g.node, "HOST:PORT of a remote node");
-  app.add_flag("--json", g.json,
-               "print one JSON object per line (errors too)");
+  app.add_flag("--json", g.json, "print one JSON object per line (errors too)");
   app.add_option("--log-level", g.log_level,
                  "trace, debug, info, warn (default), error or off");
   app.add_option("--session", g.session, "id of a session on the node");

@@ -43,12 +43,10 @@ std::string make_payload() {
 }
 
 /// open(O_TRUNC) + write + close; with `fresh`, the file is unlinked first.
-bool write_raw(const std::string& path, const std::string& data,
-               bool fresh) {
+bool write_raw(const std::string& path, const std::string& data, bool fresh) {
   if (fresh)
     ::unlink(path.c_str());
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                  0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return false;
   size_t off = 0;
@@ -127,9 +125,8 @@ std::vector<row> run_files(const options& opt) {
   auto once = [](auto f) { return [f](size_t) { return f(); }; };
   auto raw_w = drive(1, secs, false,
                      once([&] { return write_raw(raw_path, data, true); }));
-  auto in_place_w = drive(1, secs, false, once([&] {
-                            return write_raw(raw_path, data, false);
-                          }));
+  auto in_place_w = drive(
+    1, secs, false, once([&] { return write_raw(raw_path, data, false); }));
   auto core_w = drive(1, secs, false,
                       once([&] { return write_core(core_path, data); }));
   auto raw_r = drive(1, secs, false, once([&] { return read_raw(raw_path); }));

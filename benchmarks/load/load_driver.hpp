@@ -79,8 +79,7 @@ load_result drive(size_t concurrency, double seconds, bool record, Op op) {
   for (auto& part : parts) {
     out.ops += part.ops;
     out.errors += part.errors;
-    out.latencies_ms.insert(out.latencies_ms.end(),
-                            part.latencies_ms.begin(),
+    out.latencies_ms.insert(out.latencies_ms.end(), part.latencies_ms.begin(),
                             part.latencies_ms.end());
   }
   return out;

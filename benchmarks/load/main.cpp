@@ -119,15 +119,17 @@ int run_load(int argc, char** argv) {
   bool list = false;
   CLI::App app{"sandbox-load: the sandbox load generator (see "
                "docs/benchmarks.md)"};
-  app.add_flag("--quick", opt.quick, "~30 s smoke run: short phases, small "
-                                     "inputs");
+  app.add_flag("--quick", opt.quick,
+               "~30 s smoke run: short phases, small "
+               "inputs");
   app.add_option("--only", only, "run only these groups (comma-separated)")
     ->delimiter(',')
     ->check(CLI::IsMember(names));
   app.add_option("--out", out_dir, "directory of results.csv and the plots")
     ->capture_default_str();
-  app.add_option("--seconds", seconds, "length of one timed phase "
-                                       "(default 3, 1 with --quick)");
+  app.add_option("--seconds", seconds,
+                 "length of one timed phase "
+                 "(default 3, 1 with --quick)");
   app.add_option("--grace-ms", grace_ms, "grace period of the stop plan")
     ->capture_default_str()
     ->check(CLI::Range(0L, 60000L));

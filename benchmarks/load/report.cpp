@@ -60,14 +60,13 @@ std::string format_ratio(const row& r) {
 
 std::vector<std::vector<std::string>> cells(const std::vector<row>& rows) {
   std::vector<std::vector<std::string>> out;
-  out.push_back({"#", "scenario", "ours", "baseline", "ours/baseline",
-                 "goal", "verdict", "note"});
+  out.push_back({"#", "scenario", "ours", "baseline", "ours/baseline", "goal",
+                 "verdict", "note"});
   for (auto& r : rows)
-    out.push_back({std::to_string(r.scenario), r.label,
-                   format_value(r.ours, r.unit),
-                   format_value(r.baseline, r.unit), format_ratio(r),
-                   r.goal.empty() ? "-" : r.goal, format_verdict(r.result),
-                   r.note});
+    out.push_back(
+      {std::to_string(r.scenario), r.label, format_value(r.ours, r.unit),
+       format_value(r.baseline, r.unit), format_ratio(r),
+       r.goal.empty() ? "-" : r.goal, format_verdict(r.result), r.note});
   return out;
 }
 
@@ -231,12 +230,11 @@ bool write_csv(const std::vector<row>& rows, const std::string& dir) {
     return false;
   out << "scenario,key,label,unit,ours,baseline,ratio,goal,verdict,note\n";
   for (auto& r : rows)
-    out << r.scenario << ',' << csv_field(r.key) << ','
-        << csv_field(r.label) << ',' << csv_field(r.unit) << ','
-        << csv_number(r.ours) << ',' << csv_number(r.baseline) << ','
-        << csv_number(r.ratio()) << ',' << csv_field(r.goal) << ','
-        << csv_field(format_verdict(r.result)) << ',' << csv_field(r.note)
-        << '\n';
+    out << r.scenario << ',' << csv_field(r.key) << ',' << csv_field(r.label)
+        << ',' << csv_field(r.unit) << ',' << csv_number(r.ours) << ','
+        << csv_number(r.baseline) << ',' << csv_number(r.ratio()) << ','
+        << csv_field(r.goal) << ',' << csv_field(format_verdict(r.result))
+        << ',' << csv_field(r.note) << '\n';
   return static_cast<bool>(out);
 }
 
@@ -251,10 +249,9 @@ bool render_plots(const std::vector<row>& rows, const std::string& dir_in) {
   auto dir = std::filesystem::absolute(dir_in, ec).lexically_normal().string();
   if (!dir.empty() && dir.back() == '/')
     dir.pop_back();
-  bool exec = write_data(dir + "/exec_throughput.dat", rows,
-                         {{"exec_c1", "1"}, {"exec_c8", "8"},
-                          {"exec_c64", "64"}},
-                         false);
+  bool exec = write_data(
+    dir + "/exec_throughput.dat", rows,
+    {{"exec_c1", "1"}, {"exec_c8", "8"}, {"exec_c64", "64"}}, false);
   bool ratios = write_data(dir + "/ratios.dat", rows,
                            {{"exec_c1", "exec c=1"},
                             {"exec_c8", "exec c=8"},
@@ -302,10 +299,9 @@ bool render_plots(const std::vector<row>& rows, const std::string& dir_in) {
     return false;
   }
   std::string made;
-  for (auto [name, ok] : {std::pair{"exec_throughput", exec},
-                          std::pair{"ratios", ratios},
-                          std::pair{"latency", latency},
-                          std::pair{"stop", stop}})
+  for (auto [name, ok] :
+       {std::pair{"exec_throughput", exec}, std::pair{"ratios", ratios},
+        std::pair{"latency", latency}, std::pair{"stop", stop}})
     if (ok)
       made += fmt::format("{}{}.png", made.empty() ? "" : ", ", name);
   std::printf("plots in %s: %s\n", dir.c_str(), made.c_str());

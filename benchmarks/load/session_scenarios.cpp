@@ -65,9 +65,7 @@ struct lifecycle {
 
 void lifecycle::record_growth(const footprint& before) {
   footprint after;
-  auto growth = [](auto now, auto then) {
-    return now > then ? now - then : 0;
-  };
+  auto growth = [](auto now, auto then) { return now > then ? now - then : 0; };
   rss_growth = growth(after.rss, before.rss);
   heap_growth = growth(after.heap, before.heap);
   threads_added = growth(after.threads, before.threads);
@@ -149,8 +147,8 @@ void wait_ready(const std::string& dir, size_t n) {
   auto deadline = clock::now() + std::chrono::seconds{60};
   while (ready_count(dir) < n) {
     if (clock::now() > deadline)
-      throw std::runtime_error(fmt::format("only {} of {} children ready",
-                                           ready_count(dir), n));
+      throw std::runtime_error(
+        fmt::format("only {} of {} children ready", ready_count(dir), n));
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   }
 }
@@ -294,8 +292,7 @@ std::vector<row> run_stop(const options& opt) {
   row t;
   t.scenario = 9;
   t.key = "stop_term";
-  t.label = fmt::format("stop {} children, exit on SIGTERM",
-                        opt.stop_children);
+  t.label = fmt::format("stop {} children, exit on SIGTERM", opt.stop_children);
   t.unit = "ms";
   t.ours = term.ms;
   t.baseline = raw_term;
@@ -312,8 +309,7 @@ std::vector<row> run_stop(const options& opt) {
   g.ours = ignore.ms;
   g.baseline = raw_ignore;
   g.goal = fmt::format("<= 100 ms + grace ({:g} ms)", grace_ms);
-  g.result = judge(ignore.ms <= 100 + grace_ms
-                   && ignore.receipt.survivors == 0
+  g.result = judge(ignore.ms <= 100 + grace_ms && ignore.receipt.survivors == 0
                    && ignore.alive_after == 0);
   g.note = note(ignore);
   rows.push_back(std::move(g));

@@ -154,8 +154,8 @@ std::vector<row> run_output(const options& opt) {
     stop_session(s);
   }
   auto size = opt.output_bytes >= (uint64_t{1} << 30)
-                ? fmt::format("{:g} GiB", static_cast<double>(opt.output_bytes)
-                                            / (1 << 30))
+                ? fmt::format("{:g} GiB",
+                              static_cast<double>(opt.output_bytes) / (1 << 30))
                 : fmt::format("{:g} MiB", mib(opt.output_bytes));
   std::vector<row> rows;
   row t;
@@ -168,8 +168,8 @@ std::vector<row> run_output(const options& opt) {
   t.goal = ">= 0.5 x raw";
   t.result = judge(t.ratio() >= 0.5);
   t.note = fmt::format("best of {}; {:.0f} KiB per chunk", repeats,
-                       chunks > 0 ? static_cast<double>(opt.output_bytes)
-                                      / 1024 / static_cast<double>(chunks)
+                       chunks > 0 ? static_cast<double>(opt.output_bytes) / 1024
+                                      / static_cast<double>(chunks)
                                   : 0.0);
   rows.push_back(std::move(t));
   row m;

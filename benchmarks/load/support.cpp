@@ -77,8 +77,7 @@ uint64_t heap_in_use() {
 cpu_time cpu_now() {
   auto secs = [](const rusage& u) {
     return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
-           + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec)
-               / 1e6;
+           + static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
   };
   rusage self{};
   rusage children{};
@@ -144,8 +143,7 @@ pid_t raw_spawn(const std::vector<std::string>& argv, int stdout_fd,
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   }
   pid_t pid = -1;
-  auto rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(),
-                          environ);
+  auto rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return rc == 0 ? pid : -1;

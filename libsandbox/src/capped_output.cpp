@@ -53,8 +53,7 @@ void capped_output::note_dropped(std::string_view data) noexcept {
     return;
   }
   auto keep = std::min(last_dropped_size_, window - data.size());
-  std::memmove(last_dropped_, last_dropped_ + last_dropped_size_ - keep,
-               keep);
+  std::memmove(last_dropped_, last_dropped_ + last_dropped_size_ - keep, keep);
   std::memcpy(last_dropped_ + keep, data.data(), data.size());
   last_dropped_size_ = keep + data.size();
 }

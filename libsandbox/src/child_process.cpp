@@ -21,8 +21,7 @@ child_process::start(reactor& r, const launch_spec& spec) {
   if (!launched)
     return launched.error();
   auto& c = *launched;
-  std::shared_ptr<child_process> self{
-    new child_process(r, c.pid)};
+  std::shared_ptr<child_process> self{new child_process(r, c.pid)};
   self->out_.fd.assign(c.stdout_r.release());
   self->err_.fd.assign(c.stderr_r.release());
   self->out_.fd.non_blocking(true);
@@ -36,13 +35,13 @@ child_process::start(reactor& r, const launch_spec& spec) {
 }
 
 void child_process::activate(child_events events) {
-  asio::post(strand_, [self = shared_from_this(),
-                       events = std::move(events)]() mutable {
-    self->events_ = std::move(events);
-    self->start_read(stream_kind::out);
-    self->start_read(stream_kind::err);
-    self->watch_exit();
-  });
+  asio::post(strand_,
+             [self = shared_from_this(), events = std::move(events)]() mutable {
+               self->events_ = std::move(events);
+               self->start_read(stream_kind::out);
+               self->start_read(stream_kind::err);
+               self->watch_exit();
+             });
 }
 
 child_process::child_process(reactor& r, pid_t pid)
@@ -83,9 +82,8 @@ void child_process::start_read(stream_kind stream) {
     return;
   r.reading = true;
   r.fd.async_read_some(
-    asio::buffer(r.buf),
-    [self = shared_from_this(), stream](boost::system::error_code ec,
-                                        size_t n) {
+    asio::buffer(r.buf), [self = shared_from_this(),
+                          stream](boost::system::error_code ec, size_t n) {
       auto& r = self->reader(stream);
       r.reading = false;
       if (ec || n == 0) {
@@ -163,16 +161,16 @@ void child_process::on_pidfd_ready() {
 }
 
 void child_process::write_stdin(uint64_t id, std::string data) {
-  asio::post(strand_, [self = shared_from_this(), id,
-                       data = std::move(data)]() mutable {
-    if (!self->stdin_.is_open() || self->close_stdin_after_writes_) {
-      if (self->events_.on_stdin_written)
-        self->events_.on_stdin_written(id, EPIPE);
-      return;
-    }
-    self->writes_.push_back({id, std::move(data)});
-    self->pump_stdin();
-  });
+  asio::post(strand_,
+             [self = shared_from_this(), id, data = std::move(data)]() mutable {
+               if (!self->stdin_.is_open() || self->close_stdin_after_writes_) {
+                 if (self->events_.on_stdin_written)
+                   self->events_.on_stdin_written(id, EPIPE);
+                 return;
+               }
+               self->writes_.push_back({id, std::move(data)});
+               self->pump_stdin();
+             });
 }
 
 void child_process::pump_stdin() {

@@ -10,10 +10,18 @@ namespace sandbox {
 namespace {
 
 constexpr std::string_view names[] = {
-  "none",          "invalid_argument",  "path_not_found",
-  "not_a_regular_file", "permission_denied", "conflict",
-  "timeout",       "aborted",           "session_stopped",
-  "session_not_found", "port_unavailable", "unsupported",
+  "none",
+  "invalid_argument",
+  "path_not_found",
+  "not_a_regular_file",
+  "permission_denied",
+  "conflict",
+  "timeout",
+  "aborted",
+  "session_stopped",
+  "session_not_found",
+  "port_unavailable",
+  "unsupported",
   "io_error",
 };
 

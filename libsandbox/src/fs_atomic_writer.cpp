@@ -152,9 +152,8 @@ atomic_writer::open(const std::string& abs,
     return dir_fd.error();
   w.dir_fd_ = std::move(*dir_fd);
   struct ::stat st;
-  auto exists = ::fstatat(w.dir_fd_.get(), name.c_str(), &st,
-                          AT_SYMLINK_NOFOLLOW)
-                == 0;
+  auto exists
+    = ::fstatat(w.dir_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (!exists && errno != ENOENT)
     return write_error(errno, abs, "stat");
   if (exists && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
@@ -236,8 +235,7 @@ atomic_writer::~atomic_writer() {
 result<void> atomic_writer::write(std::string_view bytes) {
   if (finished_ || !fd_)
     return error{errc::invalid_argument,
-                 fmt::format("write {}: the write is already finished",
-                             path_)};
+                 fmt::format("write {}: the write is already finished", path_)};
   while (!bytes.empty()) {
     auto n = ::write(fd_.get(), bytes.data(), bytes.size());
     if (n < 0) {
@@ -254,8 +252,7 @@ result<void> atomic_writer::write(std::string_view bytes) {
 result<void> atomic_writer::commit() {
   if (finished_ || !fd_)
     return error{errc::invalid_argument,
-                 fmt::format("write {}: the write is already finished",
-                             path_)};
+                 fmt::format("write {}: the write is already finished", path_)};
   if (failed_) {
     abort();
     return error{errc::io_error,
@@ -296,10 +293,10 @@ result<void> atomic_writer::commit_locked() {
   if (anonymous_) {
     // Give the anonymous file a name for the rename. Under the lock, the
     // fixed name can only be left over from a writer killed right here.
-    auto name = lock->held() ? std::string{commit_temp_name}
-                             : fmt::format(".{}.sandbox-tmp-{:016x}",
-                                           name_.substr(0, max_temp_stem),
-                                           random_u64());
+    auto name = lock->held()
+                  ? std::string{commit_temp_name}
+                  : fmt::format(".{}.sandbox-tmp-{:016x}",
+                                name_.substr(0, max_temp_stem), random_u64());
     auto proc = fmt::format("/proc/self/fd/{}", fd_.get());
     auto link = [&] {
       return ::linkat(AT_FDCWD, proc.c_str(), dir, name.c_str(),

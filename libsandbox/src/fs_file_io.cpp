@@ -82,8 +82,7 @@ result<int> open_regular(const std::string& abs, uint64_t* size = nullptr) {
 
 // Reads up to `n` bytes into `buf`, retrying on EINTR. Returns the count,
 // 0 at end of file.
-result<size_t> read_some(int fd, char* buf, size_t n,
-                         const std::string& abs) {
+result<size_t> read_some(int fd, char* buf, size_t n, const std::string& abs) {
   for (;;) {
     auto got = ::read(fd, buf, n);
     if (got >= 0)
@@ -144,8 +143,8 @@ result<std::string> read_text(const std::string& abs, uint64_t start_line,
                  fmt::format("read {}: line numbers start at 1, got 0", abs)};
   if (end_line != 0 && start_line > end_line)
     return error{errc::invalid_argument,
-                 fmt::format("read {}: start line {} is after end line {}",
-                             abs, start_line, end_line)};
+                 fmt::format("read {}: start line {} is after end line {}", abs,
+                             start_line, end_line)};
   auto reader = file_reader::open(abs);
   if (!reader)
     return reader.error();
@@ -256,7 +255,7 @@ result<void> remove_file(const std::string& abs) {
     lock.emplace(std::move(*locked));
   }
   auto rc = dir_fd ? ::unlinkat(dir_fd.get(), name.c_str(), 0)
-                  : ::unlink(abs.c_str());
+                   : ::unlink(abs.c_str());
   if (rc == 0)
     return {};
   auto err = errno;

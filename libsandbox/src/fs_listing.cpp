@@ -169,8 +169,8 @@ result<void> tree_walker::push_level(int fd, std::string prefix) {
   if (fd_ >= 0)
     ::close(fd_);
   fd_ = fd;
-  stack_.push_back(level{std::move(prefix), std::move(*names), 0, st.st_dev,
-                         st.st_ino});
+  stack_.push_back(
+    level{std::move(prefix), std::move(*names), 0, st.st_dev, st.st_ino});
   return {};
 }
 
@@ -189,10 +189,10 @@ result<void> tree_walker::pop_level() {
   if (::fstat(parent_fd, &st) != 0 || st.st_dev != parent.dev
       || st.st_ino != parent.ino) {
     ::close(parent_fd);
-    return fail(error{errc::io_error,
-                      fmt::format("list {}: the directory was moved or "
-                                  "replaced during the walk",
-                                  join(root_, stack_.back().prefix))});
+    return fail(
+      error{errc::io_error, fmt::format("list {}: the directory was moved or "
+                                        "replaced during the walk",
+                                        join(root_, stack_.back().prefix))});
   }
   ::close(fd_);
   fd_ = parent_fd;

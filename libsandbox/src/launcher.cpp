@@ -117,8 +117,7 @@ result<void> check_cwd(const std::string& cwd) {
   }
   if (!S_ISDIR(st.st_mode))
     return error{errc::path_not_found,
-                 fmt::format("working directory is not a directory: {}",
-                             cwd)};
+                 fmt::format("working directory is not a directory: {}", cwd)};
   // chdir needs search permission on the directory itself.
   if (::access(cwd.c_str(), X_OK) != 0)
     return make_errno_error(errno, fmt::format("working directory {}", cwd));
@@ -160,8 +159,7 @@ result<launched_child> launch(const launch_spec& spec) {
   if (auto ok = make_pipe(child.stderr_r, stderr_w); !ok)
     return ok.error();
   spawn_setup setup;
-  add_file_actions(setup, spec, stdin_r.get(), stdout_w.get(),
-                   stderr_w.get());
+  add_file_actions(setup, spec, stdin_r.get(), stdout_w.get(), stderr_w.get());
   add_attributes(setup);
   exec_arrays arrays{spec};
   pid_t pid = -1;

@@ -22,7 +22,9 @@ namespace detail {
 /// until the last of them is gone.
 struct port_lease_state {
   port_lease_state(uint16_t first, uint16_t last, size_t cursor)
-    : first(first), last(last), leased(size_t{last} - first + 1, false),
+    : first(first),
+      last(last),
+      leased(size_t{last} - first + 1, false),
       cursor(cursor) {
   }
 
@@ -179,8 +181,8 @@ result<port_lease> port_lease_registry::acquire() {
       case probe_outcome::no_socket:
         st.release(candidate);
         return make_errno_error(
-          err, fmt::format("socket (to check TCP port {} on 127.0.0.1)",
-                           candidate));
+          err,
+          fmt::format("socket (to check TCP port {} on 127.0.0.1)", candidate));
       case probe_outcome::in_use:
         st.release(candidate);
         ++in_use;

@@ -20,8 +20,7 @@ size_t status_field(const char* key) {
   std::string line;
   auto len = std::strlen(key);
   while (std::getline(in, line))
-    if (line.compare(0, len, key) == 0 && line.size() > len
-        && line[len] == ':')
+    if (line.compare(0, len, key) == 0 && line.size() > len && line[len] == ':')
       return std::strtoull(line.c_str() + len + 1, nullptr, 10);
   return 0;
 }

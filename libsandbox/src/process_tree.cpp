@@ -94,8 +94,7 @@ tree_query executions_query(const std::vector<pid_t>& children,
   q.groups = groups;
   q.groups.insert(q.groups.end(), children.begin(), children.end());
   std::sort(q.groups.begin(), q.groups.end());
-  q.groups.erase(std::unique(q.groups.begin(), q.groups.end()),
-                 q.groups.end());
+  q.groups.erase(std::unique(q.groups.begin(), q.groups.end()), q.groups.end());
   q.roots = children;
   q.marker_prefix = std::move(marker_prefix);
   return q;

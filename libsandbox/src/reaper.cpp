@@ -36,15 +36,15 @@ reaper::~reaper() {
 void reaper::wait_signal() {
   // Weak: the owner may drop the reaper while this handler is queued; a
   // handler that runs holds it until it returns.
-  signals_.async_wait([weak = weak_from_this()](boost::system::error_code ec,
-                                                int) {
-    auto self = weak.lock();
-    if (ec || !self)
-      return;
-    if (self->reap_all_ || self->tracked() > 0)
-      self->schedule_scan();
-    self->wait_signal();
-  });
+  signals_.async_wait(
+    [weak = weak_from_this()](boost::system::error_code ec, int) {
+      auto self = weak.lock();
+      if (ec || !self)
+        return;
+      if (self->reap_all_ || self->tracked() > 0)
+        self->schedule_scan();
+      self->wait_signal();
+    });
 }
 
 void reaper::schedule_scan() {
@@ -137,8 +137,7 @@ size_t reaper::reap_now() {
   for (auto i = pids_.begin(); i != pids_.end();)
     i = ::kill(*i, 0) != 0 && errno == ESRCH ? pids_.erase(i) : std::next(i);
   for (auto i = groups_.begin(); i != groups_.end();)
-    i = ::kill(-*i, 0) != 0 && errno == ESRCH ? groups_.erase(i)
-                                              : std::next(i);
+    i = ::kill(-*i, 0) != 0 && errno == ESRCH ? groups_.erase(i) : std::next(i);
   return reaped;
 }
 

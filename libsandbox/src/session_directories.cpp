@@ -30,8 +30,8 @@ result<void> check_private(const std::string& path) {
   if (!S_ISDIR(st.st_mode))
     return refuse("it is not a directory");
   if (st.st_uid != ::geteuid())
-    return refuse(fmt::format("owned by uid {}, not by uid {}", st.st_uid,
-                              ::geteuid()));
+    return refuse(
+      fmt::format("owned by uid {}, not by uid {}", st.st_uid, ::geteuid()));
   if ((st.st_mode & 077) != 0)
     return refuse(fmt::format("mode {:04o} lets others in (expected {:04o})",
                               st.st_mode & 07777, private_directory_mode));
@@ -55,8 +55,7 @@ result<std::string> current_directory() {
   std::vector<char> buf(PATH_MAX);
   while (::getcwd(buf.data(), buf.size()) == nullptr) {
     if (errno != ERANGE)
-      return make_errno_error(errno,
-                              "cannot determine the current directory");
+      return make_errno_error(errno, "cannot determine the current directory");
     buf.resize(buf.size() * 2);
   }
   return std::string{buf.data()};
@@ -81,8 +80,8 @@ result<void> make_private_home(const std::string& home) {
   for (auto& dir : {parent, home})
     if (auto ok = make_private_directory(dir); !ok)
       return error{ok.error().code,
-                   fmt::format("cannot prepare the default home {}: {}",
-                               home, ok.error().message)};
+                   fmt::format("cannot prepare the default home {}: {}", home,
+                               ok.error().message)};
   return {};
 }
 

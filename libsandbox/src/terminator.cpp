@@ -70,26 +70,26 @@ struct termination : std::enable_shared_from_this<termination> {
   /// escalate to SIGKILL (grace stage) or count survivors (kill stage).
   void poll(bool killing) {
     timer.expires_after(plan.poll);
-    timer.async_wait([self = shared_from_this(),
-                      killing](boost::system::error_code) {
-      auto pids = self->members();
-      if (self->reap)
-        self->reap->reap_now();
-      if (pids.empty())
-        return self->finish(0);
-      auto expired = clock::now() >= self->deadline;
-      if (killing && expired)
-        return self->finish(static_cast<uint32_t>(pids.size()));
-      if (!killing && !expired)
-        return self->poll(false);
-      // Entering the kill stage, or catching what was forked since the
-      // last round: SIGKILL whatever is still there.
-      self->killed.insert(pids.begin(), pids.end());
-      self->signal_all(pids, SIGKILL);
-      if (!killing)
-        self->deadline = clock::now() + self->plan.verify;
-      self->poll(true);
-    });
+    timer.async_wait(
+      [self = shared_from_this(), killing](boost::system::error_code) {
+        auto pids = self->members();
+        if (self->reap)
+          self->reap->reap_now();
+        if (pids.empty())
+          return self->finish(0);
+        auto expired = clock::now() >= self->deadline;
+        if (killing && expired)
+          return self->finish(static_cast<uint32_t>(pids.size()));
+        if (!killing && !expired)
+          return self->poll(false);
+        // Entering the kill stage, or catching what was forked since the
+        // last round: SIGKILL whatever is still there.
+        self->killed.insert(pids.begin(), pids.end());
+        self->signal_all(pids, SIGKILL);
+        if (!killing)
+          self->deadline = clock::now() + self->plan.verify;
+        self->poll(true);
+      });
   }
 
   void finish(uint32_t survivors) {
@@ -104,9 +104,9 @@ struct termination : std::enable_shared_from_this<termination> {
 
 } // namespace
 
-void async_terminate(reactor& r, std::shared_ptr<reaper> reap,
-                     tree_query query, std::vector<pid_t> own_children,
-                     stop_plan plan, std::function<void(stop_receipt)> done) {
+void async_terminate(reactor& r, std::shared_ptr<reaper> reap, tree_query query,
+                     std::vector<pid_t> own_children, stop_plan plan,
+                     std::function<void(stop_receipt)> done) {
   auto t = std::make_shared<termination>(r, std::move(reap), std::move(query),
                                          std::move(own_children), plan,
                                          std::move(done));

@@ -15,17 +15,17 @@ CAF_TEST(R7 code reaches the interpreter byte exact) {
   auto r = s.execute_code(code, "python3");
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);
-  CAF_CHECK_EQUAL(r->stdout_data,
-                  "EOF\n$(rm -rf /) `id` \"q\" 'x' \\ \n\xC3\xA9\xF0\x9F\x98\x80");
+  CAF_CHECK_EQUAL(
+    r->stdout_data,
+    "EOF\n$(rm -rf /) `id` \"q\" 'x' \\ \n\xC3\xA9\xF0\x9F\x98\x80");
 }
 
 CAF_TEST(R7 shell code runs with sh) {
   auto s = make_session();
   std::string out;
-  auto r = s.execute_code("echo one\necho 'two'\nexit 4\n", "sh", {},
-                          [&](const sandbox::output_chunk& c) {
-                            out += c.data;
-                          });
+  auto r
+    = s.execute_code("echo one\necho 'two'\nexit 4\n", "sh", {},
+                     [&](const sandbox::output_chunk& c) { out += c.data; });
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 4);
   CAF_CHECK_EQUAL(out, "one\ntwo\n");

@@ -80,8 +80,9 @@ CAF_TEST(R2 a missing cwd is an error before anything is spawned) {
 
 CAF_TEST(R3 a bad env name is invalid_argument naming the key) {
   auto s = make_session();
-  for (std::string bad : std::vector<std::string>{"1ABC", "A-B", "A B", "$(x)", "", "A=B",
-                          std::string("A\0B", 3), "É"}) {
+  for (std::string bad :
+       std::vector<std::string>{"1ABC", "A-B", "A B", "$(x)", "", "A=B",
+                                std::string("A\0B", 3), "É"}) {
     exec_options opts;
     opts.env[bad] = "v";
     auto r = s.execute("touch spawned", opts);
@@ -168,17 +169,17 @@ CAF_TEST(R5 cancel ends the execution with exit code 130) {
   opts.cancel_key = "job-1";
   std::optional<sandbox::result<sandbox::exec_result>> r;
   bool cancelled = false;
-  r = s.execute_streaming(
-    "echo started; sleep 30 & setsid sleep 31 & wait", opts,
-    [&](const sandbox::output_chunk&) {
-      if (!cancelled) {
-        // Cancel from the chunk callback: the command is surely running.
-        cancelled = true;
-        auto other = sandbox::actors::blocking_session{node.system(),
-                                                       s.handle()};
-        CAF_CHECK(*other.cancel("job-1"));
-      }
-    });
+  r = s.execute_streaming("echo started; sleep 30 & setsid sleep 31 & wait",
+                          opts, [&](const sandbox::output_chunk&) {
+                            if (!cancelled) {
+                              // Cancel from the chunk callback: the command is
+                              // surely running.
+                              cancelled = true;
+                              auto other = sandbox::actors::blocking_session{
+                                node.system(), s.handle()};
+                              CAF_CHECK(*other.cancel("job-1"));
+                            }
+                          });
   SANDBOX_REQUIRE_OK(*r);
   CAF_CHECK((*r)->reason == exit_reason::cancelled);
   CAF_CHECK_EQUAL((*r)->exit_code, 130);
@@ -198,7 +199,7 @@ CAF_TEST(R6 a child ended by a signal reports 128 plus signo) {
   CAF_CHECK_EQUAL(r->exit_code, 143);
 }
 
-CAF_TEST(R8 a 4 byte UTF-8 char across a pipe buffer boundary is unsplit) {
+CAF_TEST(R8 a 4 byte UTF - 8 char across a pipe buffer boundary is unsplit) {
   auto s = make_session();
   std::vector<std::string> chunks;
   auto r = s.execute_streaming(
@@ -236,8 +237,8 @@ CAF_TEST(R9 retained output keeps head and tail and counts dropped bytes) {
   opts.output_cap = 1000;
   uint64_t streamed = 0;
   auto r = s.execute_streaming(
-    "echo FIRST; head -c 100000 /dev/zero | tr '\\0' x; echo; echo LAST",
-    opts, [&](const sandbox::output_chunk& c) { streamed += c.data.size(); });
+    "echo FIRST; head -c 100000 /dev/zero | tr '\\0' x; echo; echo LAST", opts,
+    [&](const sandbox::output_chunk& c) { streamed += c.data.size(); });
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->truncated);
   // Streaming goes on past the cap.

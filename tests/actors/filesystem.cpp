@@ -101,14 +101,14 @@ CAF_TEST(filesystem messages and handles are registered) {
   auto msg = caf::make_message(actors::frames_atom_v,
                                std::vector<fs::frame>{{"a", "a", {}, 1}},
                                actors::list_done{1, {}},
-                               std::vector<fs::dir_entry>{{}},
-                               fs::file_stat{}, actors::write_options{});
+                               std::vector<fs::dir_entry>{{}}, fs::file_stat{},
+                               actors::write_options{});
   auto msg2 = round_trip(sys(), msg);
   CAF_CHECK_EQUAL(msg2.size(), 6u);
   CAF_CHECK(msg2.match_element<std::vector<fs::frame>>(1));
-  for (std::string name : {"sandbox::actors::filesystem_actor",
-                           "sandbox::actors::byte_sink",
-                           "sandbox::actors::frame_sink"}) {
+  for (std::string name :
+       {"sandbox::actors::filesystem_actor", "sandbox::actors::byte_sink",
+        "sandbox::actors::frame_sink"}) {
     CAF_MESSAGE("handle type " << name);
     CAF_CHECK(sys().types().make_value(name) != nullptr);
   }
@@ -150,7 +150,7 @@ CAF_TEST(R11 relative paths resolve against the working directory) {
                   "invalid_argument");
 }
 
-CAF_TEST(R11 reads of missing and non-regular files fail with their codes) {
+CAF_TEST(R11 reads of missing and non - regular files fail with their codes) {
   CAF_CHECK_EQUAL(code(files.read_file("missing")), "path_not_found");
   CAF_CHECK_EQUAL(code(files.read_text("missing", 1, 2)), "path_not_found");
   CAF_CHECK_EQUAL(code(files.read_stream("missing", {})), "path_not_found");
@@ -187,7 +187,7 @@ CAF_TEST(R11 reading a FIFO with no writer fails at once) {
   CAF_CHECK_EQUAL(files.read_file("after").value(), "fine");
 }
 
-CAF_TEST(R11 read_text selects 1-based inclusive lines) {
+CAF_TEST(R11 read_text selects 1 - based inclusive lines) {
   put_file(at("lines"), "one\ntwo\nthree\nfour");
   CAF_CHECK_EQUAL(files.read_text("lines", 1, 1).value(), "one\n");
   CAF_CHECK_EQUAL(files.read_text("lines", 2, 3).value(), "two\nthree\n");
@@ -249,8 +249,7 @@ CAF_TEST(R12 a read stream waits for acks and can be cancelled) {
     held = self->make_response_promise();
   });
   // The worker answers other requests meanwhile and has not sent more.
-  self->request(worker, caf::infinite, actors::stat_atom_v,
-                std::string{"slow"})
+  self->request(worker, caf::infinite, actors::stat_atom_v, std::string{"slow"})
     .receive([](fs::file_stat& st) { CAF_CHECK_EQUAL(st.size, 3u * 4096); },
              [](caf::error& err) { CAF_FAIL(err); });
   size_t early = 0;
@@ -300,8 +299,8 @@ CAF_TEST(R15 list_files sorts by bytes and keeps entries without metadata) {
   std::vector<std::string> names;
   for (auto& e : *entries)
     names.push_back(e.name);
-  CAF_CHECK_EQUAL(names, (std::vector<std::string>{"B", "a", "b", "dangling",
-                                                   "\xc3\xa9"}));
+  CAF_CHECK_EQUAL(
+    names, (std::vector<std::string>{"B", "a", "b", "dangling", "\xc3\xa9"}));
   CAF_CHECK((*entries)[1].is_dir);
   CAF_CHECK_EQUAL((*entries)[2].size, 5u);
   CAF_CHECK(!(*entries)[3].has_metadata);
@@ -337,10 +336,8 @@ CAF_TEST(permission errors stay permission_denied) {
   put_file(at("locked/inner"), "i");
   sandbox::test::as_nobody([&] {
     CAF_CHECK_EQUAL(code(files.read_file("secret")), "permission_denied");
-    CAF_CHECK_EQUAL(code(files.read_text("secret", 1, 1)),
-                    "permission_denied");
-    CAF_CHECK_EQUAL(code(files.read_stream("secret", {})),
-                    "permission_denied");
+    CAF_CHECK_EQUAL(code(files.read_text("secret", 1, 1)), "permission_denied");
+    CAF_CHECK_EQUAL(code(files.read_stream("secret", {})), "permission_denied");
     CAF_CHECK_EQUAL(code(files.stat("locked/inner")), "permission_denied");
     CAF_CHECK_EQUAL(code(files.list_files("locked")), "permission_denied");
     CAF_CHECK_EQUAL(code(files.write_file("new", "n")), "permission_denied");
@@ -422,8 +419,7 @@ CAF_TEST(A15 a trailing slash names a directory as in POSIX) {
   CAF_CHECK_EQUAL(code(files.read_stream("f2/", {})), "path_not_found");
   CAF_CHECK_EQUAL(code(files.stat("f2/")), "path_not_found");
   CAF_CHECK_EQUAL(code(files.stat("f2/.")), "path_not_found");
-  CAF_CHECK_EQUAL(code(files.write_file("newthing/", "x")),
-                  "invalid_argument");
+  CAF_CHECK_EQUAL(code(files.write_file("newthing/", "x")), "invalid_argument");
   CAF_CHECK_EQUAL(::access(at("newthing").c_str(), F_OK), -1);
   CAF_CHECK_EQUAL(code(files.write_file("f2/", "x")), "invalid_argument");
   CAF_CHECK_EQUAL(get_file(at("f2")), "two");

@@ -7,8 +7,8 @@
 // holds exactly the winner's bytes.
 
 #include <condition_variable>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,8 +105,10 @@ struct cas_fixture : sandbox::test::files_fixture {
           if (!ok)
             return;
           auto res = w->commit();
-          outcome[static_cast<size_t>(i)]
-            = res ? 0 : res.error().code == errc::conflict ? 1 : 2;
+          outcome[static_cast<size_t>(i)] = res ? 0
+                                            : res.error().code == errc::conflict
+                                              ? 1
+                                              : 2;
         });
       for (auto& t : threads)
         t.join();

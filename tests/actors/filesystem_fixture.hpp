@@ -71,8 +71,8 @@ inline size_t open_temp_files_in(const std::string& dir) {
       char buf[4096];
       auto link = std::string{"/proc/self/fd/"} + e->d_name;
       auto len = ::readlink(link.c_str(), buf, sizeof(buf));
-      if (len > 0 && std::string(buf, static_cast<size_t>(len)).rfind(prefix, 0)
-                       == 0)
+      if (len > 0
+          && std::string(buf, static_cast<size_t>(len)).rfind(prefix, 0) == 0)
         ++n;
     }
     ::closedir(d);
@@ -113,26 +113,26 @@ struct raw_listing {
 /// error. After the done arrives, a later request to the worker (answered
 /// in order after everything the listing sent) makes sure no frame or done
 /// frame is still on its way.
-inline raw_listing list_raw(caf::actor_system& sys,
-                            const actors::filesystem_actor& worker,
-                            const std::string& path, uint32_t max_depth,
-                            size_t cancel_at = 0) {
+inline raw_listing
+list_raw(caf::actor_system& sys, const actors::filesystem_actor& worker,
+         const std::string& path, uint32_t max_depth, size_t cancel_at = 0) {
   raw_listing out;
   caf::scoped_actor self{sys};
   auto me = caf::actor_cast<caf::actor>(self);
   auto sink = caf::actor_cast<actors::frame_sink>(self);
   sys.spawn([=](caf::event_based_actor* relay) {
-    relay->request(worker, caf::infinite, actors::list_atom_v, path,
-                   max_depth, sink)
+    relay
+      ->request(worker, caf::infinite, actors::list_atom_v, path, max_depth,
+                sink)
       .then([=](actors::list_done& d) { relay->send(me, std::move(d)); },
             [=](caf::error& err) {
               relay->send(me, actors::list_done{0, std::move(err)});
             });
   });
   size_t batches = 0;
-  auto on_batch = [&](actors::frames_atom,
-                      std::vector<fs::frame>& batch) -> caf::result<
-                                                      actors::ack_atom> {
+  auto on_batch
+    = [&](actors::frames_atom,
+          std::vector<fs::frame>& batch) -> caf::result<actors::ack_atom> {
     if (!out.dones.empty())
       ++out.late_batches;
     if (++batches == cancel_at)
@@ -141,8 +141,9 @@ inline raw_listing list_raw(caf::actor_system& sys,
       out.frames.push_back(std::move(f));
     return actors::ack_atom_v;
   };
-  self->receive_while([&] { return out.dones.empty(); })(
-    on_batch, [&](actors::list_done& d) { out.dones.push_back(d); });
+  self->receive_while([&] {
+    return out.dones.empty();
+  })(on_batch, [&](actors::list_done& d) { out.dones.push_back(d); });
   self->request(worker, caf::infinite, actors::stat_atom_v, std::string{"/"})
     .receive([](fs::file_stat&) {}, [](caf::error&) {});
   bool more = true;

@@ -60,8 +60,7 @@ CAF_TEST(R16 frames come depth first with siblings sorted by bytes) {
   CAF_CHECK_EQUAL(two.count, 7u);
   // An absolute root works as well.
   auto abs = list_raw(sys(), files.handle(), at("t/b"), 1);
-  CAF_CHECK_EQUAL(paths_of(abs.frames),
-                  (std::vector<std::string>{"c", "d"}));
+  CAF_CHECK_EQUAL(paths_of(abs.frames), (std::vector<std::string>{"c", "d"}));
 }
 
 CAF_TEST(R16 max_depth 0 lists nothing and still ends with one done) {
@@ -125,9 +124,8 @@ CAF_TEST(R16 a cancelled listing ends with one done and sends no more) {
   CAF_CHECK_EQUAL(r.dones[0].count, actors::max_list_batch);
   // Through the facade: the callback says stop.
   size_t seen = 0;
-  auto done = files.list("many", 1, [&](const fs::frame&) {
-    return ++seen < 10;
-  });
+  auto done = files.list("many", 1,
+                         [&](const fs::frame&) { return ++seen < 10; });
   CAF_CHECK_EQUAL(seen, 10u);
   CAF_REQUIRE(done.error.has_value());
   CAF_CHECK(done.error->code == errc::aborted);
@@ -146,8 +144,8 @@ CAF_TEST(R16 the worker reads no further until the sink acks) {
   auto sink = caf::actor_cast<actors::frame_sink>(self);
   sys().spawn([=](caf::event_based_actor* relay) {
     relay
-      ->request(worker, caf::infinite, actors::list_atom_v,
-                std::string{"slow"}, uint32_t{1}, sink)
+      ->request(worker, caf::infinite, actors::list_atom_v, std::string{"slow"},
+                uint32_t{1}, sink)
       .then([=](actors::list_done& d) { relay->send(me, d); });
   });
   caf::response_promise held;
@@ -158,8 +156,7 @@ CAF_TEST(R16 the worker reads no further until the sink acks) {
   });
   // The worker answers in order: after this reply, a second batch would
   // already be in our mailbox if the worker had read ahead.
-  self->request(worker, caf::infinite, actors::stat_atom_v,
-                std::string{"slow"})
+  self->request(worker, caf::infinite, actors::stat_atom_v, std::string{"slow"})
     .receive([](fs::file_stat&) {}, [](caf::error& err) { CAF_FAIL(err); });
   size_t early = 0;
   self->receive([&](actors::frames_atom, std::vector<fs::frame>&) { ++early; },
@@ -208,9 +205,8 @@ CAF_TEST(R16 symlink loops do not make the walk loop) {
   auto r = list_raw(sys(), files.handle(), "loops", 1000);
   CAF_REQUIRE_EQUAL(r.dones.size(), 1u);
   CAF_CHECK(!r.dones[0].error);
-  CAF_CHECK_EQUAL(paths_of(r.frames),
-                  (std::vector<std::string>{"self", "sub", "sub/up", "x",
-                                            "y"}));
+  CAF_CHECK_EQUAL(paths_of(r.frames), (std::vector<std::string>{
+                                        "self", "sub", "sub/up", "x", "y"}));
   for (auto& f : r.frames)
     if (f.name != "sub")
       CAF_CHECK(f.kind == fs::file_kind::symlink);

@@ -20,8 +20,7 @@ CAF_TEST(R13 write creates parents and replaces atomically) {
   CAF_REQUIRE_EQUAL(code(files.write_file("p/q/r.txt", "second")), "ok");
   CAF_CHECK_EQUAL(get_file(at("p/q/r.txt")), "second");
   // A replacing write is a new inode, hence a new version.
-  CAF_CHECK_NOT_EQUAL(files.stat("p/q/r.txt").value().version,
-                      before.version);
+  CAF_CHECK_NOT_EQUAL(files.stat("p/q/r.txt").value().version, before.version);
   CAF_CHECK_EQUAL(temp_files_in(at("p/q")), 0u);
   CAF_REQUIRE_EQUAL(::mkdir(at("adir").c_str(), 0755), 0);
   CAF_CHECK_EQUAL(code(files.write_file("adir", "x")), "not_a_regular_file");
@@ -112,8 +111,7 @@ CAF_TEST(R13 a stale if_version is a conflict and leaves the file) {
   // "" means: must not exist.
   CAF_CHECK_EQUAL(code(files.write_file("cas", "v3", std::string{})),
                   "conflict");
-  CAF_CHECK_EQUAL(code(files.write_file("fresh", "new", std::string{})),
-                  "ok");
+  CAF_CHECK_EQUAL(code(files.write_file("fresh", "new", std::string{})), "ok");
   CAF_CHECK_EQUAL(code(files.open_write("cas", v1)), "conflict");
   // A change between open and commit is caught at commit.
   auto w = files.open_write("cas", v2);

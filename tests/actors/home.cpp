@@ -139,9 +139,8 @@ CAF_TEST(an unusable temp directory is named in full) {
   auto s = make_session();
   auto r = s.execute("true");
   CAF_REQUIRE(!r);
-  CAF_CHECK(contains(r.error().message,
-                     fmt::format("{}/missing/sandbox-{}", dir.path,
-                                 ::getuid())));
+  CAF_CHECK(contains(r.error().message, fmt::format("{}/missing/sandbox-{}",
+                                                    dir.path, ::getuid())));
 }
 
 CAF_TEST(file operations need no home) {

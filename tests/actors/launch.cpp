@@ -6,8 +6,8 @@
 
 #include "fixture.hpp"
 
-using sandbox::exec_options;
 using sandbox::errc;
+using sandbox::exec_options;
 
 namespace {
 

@@ -29,13 +29,13 @@ CAF_TEST(R9 a 1 GiB output streams through with bounded memory) {
   size_t peak = before;
   uint64_t streamed = 0;
   uint64_t chunks = 0;
-  auto r = s.execute_streaming(
-    std::string{sandbox::test::test_child()} + " emit 1073741824", {},
-    [&](const sandbox::output_chunk& c) {
-      streamed += c.data.size();
-      if (++chunks % 256 == 0)
-        peak = std::max(peak, resident_bytes());
-    });
+  auto r = s.execute_streaming(std::string{sandbox::test::test_child()}
+                                 + " emit 1073741824",
+                               {}, [&](const sandbox::output_chunk& c) {
+                                 streamed += c.data.size();
+                                 if (++chunks % 256 == 0)
+                                   peak = std::max(peak, resident_bytes());
+                               });
   SANDBOX_REQUIRE_OK(r);
   peak = std::max(peak, resident_bytes());
   CAF_CHECK_EQUAL(streamed, 1073741824u);

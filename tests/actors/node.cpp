@@ -33,8 +33,7 @@ struct port_holder {
     socklen_t len = sizeof(addr);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
         || ::listen(fd, 1) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len)
-             != 0) {
+        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       ::close(fd);
       fd = -1;
       return;
@@ -98,8 +97,8 @@ CAF_TEST(R18 create resolves and creates both directories) {
   CAF_CHECK(info->port >= 40000 && info->port <= 49999);
   auto r = s->execute("pwd; echo $HOME");
   SANDBOX_REQUIRE_OK(r);
-  CAF_CHECK_EQUAL(r->stdout_data, info->working_directory + "\n"
-                                    + info->home_directory + "\n");
+  CAF_CHECK_EQUAL(r->stdout_data,
+                  info->working_directory + "\n" + info->home_directory + "\n");
   ::chdir("/");
 }
 
@@ -113,12 +112,11 @@ CAF_TEST(R18 home defaults to a private home under TMPDIR) {
   SANDBOX_REQUIRE_OK(s);
   auto info = s->info();
   SANDBOX_REQUIRE_OK(info);
-  CAF_CHECK_EQUAL(info->home_directory,
-                  dir.path + "/sandbox-" + std::to_string(::geteuid())
-                    + "/home");
+  CAF_CHECK_EQUAL(info->home_directory, dir.path + "/sandbox-"
+                                          + std::to_string(::geteuid())
+                                          + "/home");
   // Without a working directory the session gets its own under the base.
-  CAF_CHECK_EQUAL(info->working_directory,
-                  dir.path + "/sessions/" + info->id);
+  CAF_CHECK_EQUAL(info->working_directory, dir.path + "/sessions/" + info->id);
 }
 
 CAF_TEST(R18 1000 sessions created concurrently get distinct ports) {
@@ -130,11 +128,12 @@ CAF_TEST(R18 1000 sessions created concurrently get distinct ports) {
   std::set<std::string> ids;
   int errors = 0;
   for (int i = 0; i < 1000; ++i)
-    self->receive([&](session_actor&, session_info& info) {
-      ports.insert(info.port);
-      ids.insert(info.id);
-    },
-                  [&](caf::error&) { ++errors; });
+    self->receive(
+      [&](session_actor&, session_info& info) {
+        ports.insert(info.port);
+        ids.insert(info.id);
+      },
+      [&](caf::error&) { ++errors; });
   CAF_CHECK_EQUAL(errors, 0);
   CAF_CHECK_EQUAL(ports.size(), 1000u);
   CAF_CHECK_EQUAL(ids.size(), 1000u);
@@ -190,7 +189,8 @@ CAF_TEST(R19 the endpoint of a leased port serves what the session runs) {
   // A server on the leased port proves the port was bindable.
   auto server = s->spawn("exec python3 -c 'import socket,sys\n"
                          "s=socket.socket()\n"
-                         "s.bind((\"127.0.0.1\"," + std::to_string(port)
+                         "s.bind((\"127.0.0.1\","
+                         + std::to_string(port)
                          + "))\nprint(\"bound\", flush=True)'");
   SANDBOX_REQUIRE_OK(server);
   auto r = server->wait();
@@ -205,9 +205,10 @@ CAF_TEST(R20 the restricted view shares the session process tracking) {
   auto marker = test::node_fixture::marker(*s);
   restricted_session view = restricted(s->handle());
   caf::scoped_actor self{node.system()};
-  self->request(view, caf::infinite, execute_atom_v,
-                std::string{"sleep 30 & setsid sleep 31 & true"},
-                exec_options{}, chunk_sink{})
+  self
+    ->request(view, caf::infinite, execute_atom_v,
+              std::string{"sleep 30 & setsid sleep 31 & true"}, exec_options{},
+              chunk_sink{})
     .receive([](exec_result&) {},
              [](caf::error& err) { CAF_FAIL(caf::to_string(err)); });
   CAF_CHECK_EQUAL(test::processes_with(marker), 2u);
@@ -225,13 +226,14 @@ CAF_TEST(R21 a failing on_first_create leaves no session process or lease) {
                                   restricted_session view) -> caf::error {
     caf::scoped_actor self{sys};
     // Start something that would outlive a careless cleanup.
-    self->request(view, caf::infinite, execute_atom_v,
-                  std::string{"echo $SANDBOX_EXEC; sleep 30 & true"},
-                  exec_options{}, chunk_sink{})
+    self
+      ->request(view, caf::infinite, execute_atom_v,
+                std::string{"echo $SANDBOX_EXEC; sleep 30 & true"},
+                exec_options{}, chunk_sink{})
       .receive(
         [&marker](exec_result& r) {
-          marker = "SANDBOX_EXEC=" + r.stdout_data.substr(
-                     0, r.stdout_data.find('/') + 1);
+          marker = "SANDBOX_EXEC="
+                   + r.stdout_data.substr(0, r.stdout_data.find('/') + 1);
         },
         [](caf::error&) {});
     return caf::make_error(errc::invalid_argument, "hook refused");
@@ -260,9 +262,10 @@ CAF_TEST(R21 a passing on_first_create runs with the restricted view) {
                            restricted_session view) -> caf::error {
     caf::scoped_actor self{sys};
     caf::error out;
-    self->request(view, caf::infinite, execute_atom_v,
-                  std::string{"echo ready > .initialised"}, exec_options{},
-                  chunk_sink{})
+    self
+      ->request(view, caf::infinite, execute_atom_v,
+                std::string{"echo ready > .initialised"}, exec_options{},
+                chunk_sink{})
       .receive([](exec_result&) {}, [&out](caf::error& err) { out = err; });
     return out;
   };

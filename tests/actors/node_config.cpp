@@ -21,8 +21,7 @@ void check_refused(const runtime_config& cfg, const std::string& what) {
   CAF_REQUIRE(!ok);
   CAF_CHECK(ok.error().code == errc::invalid_argument);
   if (!contains(ok.error().message, what))
-    CAF_FAIL("message does not name " << what << ": "
-                                      << ok.error().message);
+    CAF_FAIL("message does not name " << what << ": " << ok.error().message);
 }
 
 struct fixture {
@@ -102,10 +101,9 @@ CAF_TEST(every unusable runtime value is refused naming it) {
   check_refused(with([](runtime_config& c) { c.shell = "/no/such/shell"; }),
                 "/no/such/shell");
   check_refused(with([](runtime_config& c) { c.shell = "/"; }), "shell");
-  check_refused(with([](runtime_config& c) {
-                  c.shell = std::string("/bin/sh\0x", 9);
-                }),
-                "shell");
+  check_refused(
+    with([](runtime_config& c) { c.shell = std::string("/bin/sh\0x", 9); }),
+    "shell");
   test::temp_dir dir;
   auto plain = dir.path + "/plain";
   CAF_REQUIRE_EQUAL(std::system(("touch '" + plain + "'").c_str()), 0);

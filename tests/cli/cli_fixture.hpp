@@ -100,10 +100,10 @@ struct temp_dir {
 
 /// How `spawn_cli` runs the CLI.
 struct spawn_options {
-  std::string cwd;                 // empty: the test's
+  std::string cwd; // empty: the test's
   std::string stdin_path = "/dev/null";
-  std::vector<std::string> env;    // NAME=VALUE added
-  int limit_seconds = 60;          // killed (SIGKILL) after this long
+  std::vector<std::string> env; // NAME=VALUE added
+  int limit_seconds = 60;       // killed (SIGKILL) after this long
 };
 
 /// What a CLI run did: exit status or signal, stdout, stderr, and the peak
@@ -124,8 +124,7 @@ inline spawn_result spawn_cli(const std::vector<std::string>& args,
   auto out_path = io.at("out");
   auto err_path = io.at("err");
   std::vector<std::string> argv_s{"timeout", "-s", "KILL",
-                                   std::to_string(o.limit_seconds),
-                                   SANDBOX_CLI};
+                                  std::to_string(o.limit_seconds), SANDBOX_CLI};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s)

@@ -145,8 +145,7 @@ CAF_TEST(read selects lines and prints text as data in json) {
   spit(at("t.txt"), "one\ntwo\nthree\n");
   CAF_CHECK_EQUAL(run("read t.txt --start-line 2").out, "two\nthree\n");
   CAF_CHECK_EQUAL(run("read t.txt --end-line 1").out, "one\n");
-  CAF_CHECK_EQUAL(run("read t.txt --start-line 2 --end-line 2").out,
-                  "two\n");
+  CAF_CHECK_EQUAL(run("read t.txt --start-line 2 --end-line 2").out, "two\n");
   auto j = run("--json read t.txt --start-line 3");
   auto lines = json_lines(j.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
@@ -188,8 +187,7 @@ CAF_TEST(write if version is a compare and swap) {
   auto st = first_json(run("stat --json cas").out);
   std::string v1 = st["version"];
   spit(root + "/v2", "v2");
-  CAF_CHECK_EQUAL(run("write cas --if-version " + v1 + " < ../v2").status,
-                  0);
+  CAF_CHECK_EQUAL(run("write cas --if-version " + v1 + " < ../v2").status, 0);
   CAF_CHECK_EQUAL(slurp(at("cas")), "v2");
   // v1 is stale now: conflict, file untouched.
   auto stale = run("write cas --if-version " + v1 + " < ../v2");
@@ -247,8 +245,8 @@ CAF_TEST(ls prints frames depth first then exactly one done) {
     CAF_CHECK_EQUAL(lines[i]["type"], "entry");
     paths.push_back(lines[i]["path"]);
   }
-  CAF_CHECK_EQUAL(paths, (std::vector<std::string>{"B", "a", "b", "b/c",
-                                                   "link"}));
+  CAF_CHECK_EQUAL(paths,
+                  (std::vector<std::string>{"B", "a", "b", "b/c", "link"}));
   CAF_CHECK_EQUAL(lines[3]["name"], "c");
   CAF_CHECK_EQUAL(lines[3]["kind"], "file");
   CAF_CHECK_EQUAL(lines[3]["size"], 1);
@@ -261,8 +259,8 @@ CAF_TEST(ls prints frames depth first then exactly one done) {
   std::vector<std::string> keys;
   for (auto& [k, v] : first.items())
     keys.push_back(k);
-  CAF_CHECK_EQUAL(keys, (std::vector<std::string>{"type", "path", "name",
-                                                  "kind", "size"}));
+  CAF_CHECK_EQUAL(
+    keys, (std::vector<std::string>{"type", "path", "name", "kind", "size"}));
   // Depth 0: nothing but the done frame.
   auto zero = json_lines(run("ls --json t --depth 0").out);
   CAF_REQUIRE_EQUAL(zero.size(), 1u);

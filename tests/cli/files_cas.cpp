@@ -157,8 +157,7 @@ struct cas_fixture {
       payloads.push_back("round " + std::to_string(r) + " writer "
                          + std::to_string(i) + "\n"
                          + std::string(1000 + i, 'a' + i % 26));
-      ws.push_back(start(i, {"write", "--json", "--if-version", v,
-                             "target"}));
+      ws.push_back(start(i, {"write", "--json", "--if-version", v, "target"}));
       auto& p = payloads.back();
       if (::write(ws.back().in, p.data(), p.size())
           != static_cast<ssize_t>(p.size()))
@@ -183,7 +182,8 @@ struct cas_fixture {
       }
     }
     auto now = slurp(target);
-    auto is_winners = winner >= 0 && now == payloads[static_cast<size_t>(winner)];
+    auto is_winners = winner >= 0
+                      && now == payloads[static_cast<size_t>(winner)];
     return {wins, conflicts, is_winners};
   }
 
@@ -199,9 +199,9 @@ struct cas_fixture {
                                << " won, " << conflicts << " conflicts");
       }
     }
-    auto secs = std::chrono::duration<double>(
-                  std::chrono::steady_clock::now() - t0)
-                  .count();
+    auto secs
+      = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
     CAF_MESSAGE(n << " writers, " << count << " rounds: " << secs << " s");
     CAF_CHECK_EQUAL(bad, 0);
     CAF_CHECK(names_in(wd) == std::vector<std::string>{"target"});
@@ -212,16 +212,16 @@ struct cas_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(cli_files_cas_tests, cas_fixture)
 
-CAF_TEST(write if-version in 2 processes has one winner per round) {
+CAF_TEST(write if - version in 2 processes has one winner per round) {
   // A4: each CLI process has its own node; the lock must hold across them.
   run_rounds(2, rounds);
 }
 
-CAF_TEST(write if-version in 8 processes has one winner per round) {
+CAF_TEST(write if - version in 8 processes has one winner per round) {
   run_rounds(8, rounds);
 }
 
-CAF_TEST(write if-version in 32 processes has one winner per round) {
+CAF_TEST(write if - version in 32 processes has one winner per round) {
   run_rounds(32, rounds_of_32);
 }
 

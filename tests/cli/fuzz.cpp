@@ -28,8 +28,7 @@ namespace {
 
 uint64_t env_number(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10)
-                                    : fallback;
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
 /// The argument vector of one run and what kind of run it is.
@@ -58,9 +57,9 @@ struct grammar {
   /// path made of it stays in the test's directory.
   std::string weird() {
     static const std::vector<std::string> atoms{
-      "a", "Z", "_", "0", "9", "=", "-", " ", "\n", "\t", "\x01", "\x1b",
-      "\x7f", "\xff", "\xfe", "\x80", "\xc3\xa9", "\xe2\x82", "%", "\\",
-      "'", "\"", "$", "*"};
+      "a",        "Z",        "_",    "0",    "9",    "=",    "-",    " ",
+      "\n",       "\t",       "\x01", "\x1b", "\x7f", "\xff", "\xfe", "\x80",
+      "\xc3\xa9", "\xe2\x82", "%",    "\\",   "'",    "\"",   "$",    "*"};
     std::string out;
     auto n = std::uniform_int_distribution<int>{0, 8}(rng);
     for (int i = 0; i < n; ++i)
@@ -71,25 +70,24 @@ struct grammar {
   std::string path() {
     if (chance(0.3))
       return weird();
-    return pick(std::vector<std::string>{"f.txt", "d", "missing", "d/f",
-                                         "new", "", "fifo"});
+    return pick(std::vector<std::string>{"f.txt", "d", "missing", "d/f", "new",
+                                         "", "fifo"});
   }
 
   std::string number() {
     if (chance(0.25))
       return weird();
     return pick(std::vector<std::string>{
-      "0", "1", "2", "5", "-1", "-5", "1e9", "1e10", "nan", "inf", "",
-      "abc", "0x10", "99999999999999999999", "4294967296", "1.5", "+3",
+      "0", "1", "2", "5", "-1", "-5", "1e9", "1e10", "nan", "inf", "", "abc",
+      "0x10", "99999999999999999999", "4294967296", "1.5", "+3",
       "9223372036854775807"});
   }
 
   std::string timeout() {
     if (chance(0.2))
       return weird();
-    return pick(std::vector<std::string>{"0", "5", "1e9", "-1", "1e10",
-                                         "nan", "inf", "", "abc", "1e999",
-                                         "0x10"});
+    return pick(std::vector<std::string>{"0", "5", "1e9", "-1", "1e10", "nan",
+                                         "inf", "", "abc", "1e999", "0x10"});
   }
 
   std::string env_entry() {
@@ -135,8 +133,8 @@ struct grammar {
           break; // no command
         if (chance(0.7))
           a.push_back("--");
-        a.push_back(pick(std::vector<std::string>{touch, touch + "; exit 3",
-                                                  "true"}));
+        a.push_back(
+          pick(std::vector<std::string>{touch, touch + "; exit 3", "true"}));
         break;
       }
       case 2: {
@@ -149,8 +147,8 @@ struct grammar {
         }
         exec_options(a);
         if (chance(0.8))
-          a.push_back(pick(std::vector<std::string>{code_file, "-",
-                                                    "missing", weird()}));
+          a.push_back(
+            pick(std::vector<std::string>{code_file, "-", "missing", weird()}));
         break;
       }
       case 3:
@@ -202,11 +200,11 @@ struct grammar {
       }
       case 9:
         c.help = true;
-        a.push_back(pick(std::vector<std::string>{"help", "--help", "-h",
-                                                  "--version"}));
+        a.push_back(
+          pick(std::vector<std::string>{"help", "--help", "-h", "--version"}));
         if (chance(0.5))
-          a.push_back(pick(std::vector<std::string>{"run", "session", "ls",
-                                                    "bogus"}));
+          a.push_back(
+            pick(std::vector<std::string>{"run", "session", "ls", "bogus"}));
         break;
       case 10:
         a.push_back(weird());
@@ -229,9 +227,10 @@ struct grammar {
     // Not between an option and its value: the option would take the
     // inserted word as its value (as any parser would).
     static const std::vector<std::string> valued{
-      "--timeout", "--cwd", "--env", "-l", "--language", "--start-line",
-      "--end-line", "--depth", "--if-version", "--workdir", "--home",
-      "--node", "--log-level", "--session", "--tls-cert"};
+      "--timeout",    "--cwd",        "--env",      "-l",
+      "--language",   "--start-line", "--end-line", "--depth",
+      "--if-version", "--workdir",    "--home",     "--node",
+      "--log-level",  "--session",    "--tls-cert"};
     auto insert = [&](std::vector<std::string> words) {
       std::vector<size_t> places;
       for (size_t at = 0; at <= end(); ++at)
@@ -245,9 +244,8 @@ struct grammar {
     if (chance(0.5))
       insert({"--json"});
     if (chance(0.15))
-      insert({"--log-level",
-              pick(std::vector<std::string>{"warn", "error", "off", "bogus",
-                                            ""})});
+      insert({"--log-level", pick(std::vector<std::string>{
+                               "warn", "error", "off", "bogus", ""})});
     if (chance(0.05))
       insert({"--node", "localhost:1"});
     if (chance(0.05))
@@ -323,8 +321,7 @@ std::string verdict(const case_args& c, bool json, const spawn_result& r,
               || (j["type"] == "done" && !j["error"].is_null());
   if (errors != 1)
     return "not exactly one JSON error line";
-  if (r.status == 2
-      && (lines.size() != 1 || lines[0]["code"] != "usage"))
+  if (r.status == 2 && (lines.size() != 1 || lines[0]["code"] != "usage"))
     return "a usage error is not one JSON line with code usage";
   return "";
 }
@@ -339,8 +336,7 @@ CAF_TEST(random argument vectors end cleanly) {
   temp_dir dir;
   auto deadline = std::chrono::steady_clock::now() + budget;
   uint64_t i = start;
-  for (; std::chrono::steady_clock::now() < deadline && i < start + 5000;
-       ++i) {
+  for (; std::chrono::steady_clock::now() < deadline && i < start + 5000; ++i) {
     grammar g;
     g.rng.seed(seed * 1000003 + i);
     g.marker = dir.at("marker-" + std::to_string(i));

@@ -118,8 +118,7 @@ struct live_cli {
 struct fixture {
   temp_dir dir;
 
-  spawn_result cli(const std::vector<std::string>& args,
-                   spawn_options o = {}) {
+  spawn_result cli(const std::vector<std::string>& args, spawn_options o = {}) {
     if (o.cwd.empty())
       o.cwd = dir.path;
     return spawn_cli(args, o);
@@ -159,8 +158,8 @@ CAF_TEST(A1 a closed stdout pipe cancels the command and exits 141) {
   std::string stem = "many/a-file-name-long-enough-to-fill-pipes-";
   for (int i = 0; i < 5000; ++i)
     spit(dir.at(stem + std::to_string(i)), "");
-  for (auto cmd : {"read big", "--json read big", "ls many",
-                   "--json ls many"}) {
+  for (auto cmd :
+       {"read big", "--json read big", "ls many", "--json ls many"}) {
     auto r = sh(std::string{"( timeout -s KILL 30 $S "} + cmd
                 + " 2>err; echo $? >rc ) | head -c 1 >/dev/null; cat rc err");
     CAF_CHECK_EQUAL(r.out, "141\n");
@@ -171,10 +170,9 @@ CAF_TEST(A2 write errors on stdout are one error line and exit 1) {
   spit(dir.at("f"), "hello\n");
   auto token = unique_token();
   for (std::string cmd : std::vector<std::string>{
-         "run -- 'seq 1 100000'", "--json run -- 'seq 1 1000'",
-                   "read f", "--json read f", "read f --start-line 1",
-                   "ls", "--json ls", "stat f", "--json stat f",
-                   "run -- 'exec yes " + token + "'"}) {
+         "run -- 'seq 1 100000'", "--json run -- 'seq 1 1000'", "read f",
+         "--json read f", "read f --start-line 1", "ls", "--json ls", "stat f",
+         "--json stat f", "run -- 'exec yes " + token + "'"}) {
     auto r = sh("timeout -s KILL 30 $S " + cmd
                 + " >/dev/full 2>err; echo $?; cat err");
     CAF_CHECK_EQUAL(r.out,
@@ -332,8 +330,8 @@ CAF_TEST(the largest timeout and line numbers are accepted) {
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "done\n");
   spit(dir.at("f"), "a\nb\n");
-  r = cli({"read", "f", "--start-line", "2", "--end-line",
-           "9223372036854775807"});
+  r = cli(
+    {"read", "f", "--start-line", "2", "--end-line", "9223372036854775807"});
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "b\n");
   r = cli({"--log-level", "error", "run", "true"});
@@ -341,8 +339,8 @@ CAF_TEST(the largest timeout and line numbers are accepted) {
 }
 
 CAF_TEST(env takes several values and repeats) {
-  auto r = cli({"run", "--env", "A=1", "B=2", "--env", "C=3", "--",
-                "echo $A$B$C"});
+  auto r
+    = cli({"run", "--env", "A=1", "B=2", "--env", "C=3", "--", "echo $A$B$C"});
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "123\n");
   r = cli({"run", "--env=A=x", "echo $A"});
@@ -530,8 +528,7 @@ CAF_TEST(A8 read json streams chunks then a summary) {
 
 CAF_TEST(read json of a line range is one lines object) {
   spit(dir.at("t"), "one\ntwo\nthree\n");
-  auto r = cli({"--json", "read", "t", "--start-line", "2", "--end-line",
-                "3"});
+  auto r = cli({"--json", "read", "t", "--start-line", "2", "--end-line", "3"});
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
   CAF_CHECK_EQUAL(lines[0]["type"], "lines");

@@ -14,7 +14,7 @@ CAF_TEST(run exits with the command status) {
   CAF_CHECK_EQUAL(sandbox_cli("run 'kill -9 $$'").status, 137);
 }
 
-CAF_TEST(run joins words after -- with single spaces) {
+CAF_TEST(run joins words after-- with single spaces) {
   auto r = sandbox_cli("run -- echo a   b '|' tr a x");
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "x b\n");
@@ -87,8 +87,7 @@ CAF_TEST(global options are accepted after the subcommand) {
 CAF_TEST(errors are one line and exit 1) {
   auto r = sandbox_cli("run --cwd no/such/dir true", true);
   CAF_CHECK_EQUAL(r.status, 1);
-  CAF_CHECK(r.out.rfind("sandbox: working directory does not exist: ", 0)
-            == 0);
+  CAF_CHECK(r.out.rfind("sandbox: working directory does not exist: ", 0) == 0);
   CAF_CHECK_EQUAL(std::count(r.out.begin(), r.out.end(), '\n'), 1);
   r = sandbox_cli("run --json --cwd no/such/dir true");
   CAF_CHECK_EQUAL(r.status, 1);

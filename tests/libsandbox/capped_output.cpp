@@ -53,8 +53,7 @@ CAF_TEST(R9 output over the cap keeps head and tail and counts the rest) {
   CAF_CHECK_EQUAL(out.dropped_bytes(), 10u);
   CAF_CHECK_EQUAL(out.total_bytes(), 20u);
   CAF_CHECK_EQUAL(out.retained_bytes(), 10u);
-  CAF_CHECK_EQUAL(out.take(),
-                  "01234\n[sandbox: 10 bytes dropped]\nfghij");
+  CAF_CHECK_EQUAL(out.take(), "01234\n[sandbox: 10 bytes dropped]\nfghij");
   // The counters survive take() so a result can be filled in any order.
   CAF_CHECK(out.truncated());
   CAF_CHECK_EQUAL(out.dropped_bytes(), 10u);
@@ -140,13 +139,11 @@ CAF_TEST(R9 memory stays bounded over a gibibyte of output) {
   CAF_CHECK(max_capacity <= cap);
   CAF_CHECK_EQUAL(out.retained_bytes(), cap);
   auto kept = out.take();
-  CAF_CHECK_EQUAL(kept.size(),
-                  cap + capped_output::marker(total - cap).size());
+  CAF_CHECK_EQUAL(kept.size(), cap + capped_output::marker(total - cap).size());
   // The head starts with piece 0, the tail ends with the last piece.
   CAF_CHECK_EQUAL(kept.compare(0, 1, "0"), 0);
   auto last_start = kept.size() - piece_size;
-  CAF_CHECK_EQUAL(kept.compare(last_start, 5, std::to_string(pieces - 1)),
-                  0);
+  CAF_CHECK_EQUAL(kept.compare(last_start, 5, std::to_string(pieces - 1)), 0);
 }
 
 CAF_TEST(R9 the last error line of a long stream is in the tail) {
@@ -192,7 +189,7 @@ std::pair<std::string, std::string> split_at_marker(const std::string& kept,
 
 } // namespace
 
-CAF_TEST(A18 retained UTF-8 output never starts or ends inside a char) {
+CAF_TEST(A18 retained UTF - 8 output never starts or ends inside a char) {
   std::string text = "HEAD";
   for (int i = 0; i < 500; ++i)
     text += "\xC3\xA9"; // é
@@ -252,8 +249,8 @@ CAF_TEST(A18 cuts move to character boundaries however output arrives) {
     }
     auto [head, tail] = split_at_marker(kept, dropped);
     CAF_CHECK_EQUAL(text.compare(0, head.size(), head), 0);
-    CAF_CHECK_EQUAL(
-      text.compare(text.size() - tail.size(), tail.size(), tail), 0);
+    CAF_CHECK_EQUAL(text.compare(text.size() - tail.size(), tail.size(), tail),
+                    0);
     CAF_CHECK_EQUAL(head.size() + tail.size() + dropped, text.size());
     // A cut moves by less than one character.
     CAF_CHECK(head.size() + 3 >= cap / 2);
@@ -261,14 +258,19 @@ CAF_TEST(A18 cuts move to character boundaries however output arrives) {
   }
 }
 
-CAF_TEST(A18 bytes that are not valid UTF-8 are cut where they fall) {
+CAF_TEST(A18 bytes that are not valid UTF - 8 are cut where they fall) {
   // A lead byte followed by no continuation byte, and continuation bytes
   // after an ASCII byte: nothing there is a character to keep whole.
-  std::string data = "abc\xC3" "Z" + std::string(20, 'x') + "y\xA9\xA9" "cd";
+  std::string data = "abc\xC3"
+                     "Z"
+                     + std::string(20, 'x')
+                     + "y\xA9\xA9"
+                       "cd";
   capped_output out{8};
   out.append(data);
   CAF_CHECK_EQUAL(out.dropped_bytes(), data.size() - 8);
   auto kept = out.take();
   CAF_CHECK_EQUAL(kept, "abc\xC3" + capped_output::marker(data.size() - 8)
-                          + "\xA9\xA9" "cd");
+                          + "\xA9\xA9"
+                            "cd");
 }

@@ -91,8 +91,8 @@ CAF_TEST(a status that cannot be collected is an error and not exit 0) {
   // when the launch opens its pidfd.
   auto spec = shell("read line; exit 0");
   spec.pipe_stdin = true;
-  auto c = reaper::launch_owned(
-    [&] { return child_process::start(reactor, spec); });
+  auto c
+    = reaper::launch_owned([&] { return child_process::start(reactor, spec); });
   CAF_REQUIRE(c.has_value());
   auto pid = (*c)->pid();
   (*c)->close_stdin();

@@ -18,11 +18,9 @@ CAF_TEST(the endpoint of a port defaults to http on the loopback address) {
 
 // R19: `<protocol>://127.0.0.1:<port>` for any scheme and any port number.
 CAF_TEST(the endpoint uses the given protocol and any port number) {
-  CAF_CHECK_EQUAL(port_endpoint(443, "https").value(),
-                  "https://127.0.0.1:443");
+  CAF_CHECK_EQUAL(port_endpoint(443, "https").value(), "https://127.0.0.1:443");
   CAF_CHECK_EQUAL(port_endpoint(8080, "ws").value(), "ws://127.0.0.1:8080");
-  CAF_CHECK_EQUAL(port_endpoint(1, "git+ssh").value(),
-                  "git+ssh://127.0.0.1:1");
+  CAF_CHECK_EQUAL(port_endpoint(1, "git+ssh").value(), "git+ssh://127.0.0.1:1");
   CAF_CHECK_EQUAL(port_endpoint(65535, "a1.b-c").value(),
                   "a1.b-c://127.0.0.1:65535");
   CAF_CHECK_EQUAL(port_endpoint(0).value(), "http://127.0.0.1:0");
@@ -53,9 +51,8 @@ CAF_TEST(an invalid protocol is quoted on one printable line) {
   CAF_MESSAGE("message: " << url.error().message);
   CAF_CHECK_NOT_EQUAL(url.error().message.find(R"("ws\x0A\"\\\x01\xFF")"),
                       std::string::npos);
-  CAF_CHECK_NOT_EQUAL(
-    url.error().message.find(sandbox::quote_for_message(bad)),
-    std::string::npos);
+  CAF_CHECK_NOT_EQUAL(url.error().message.find(sandbox::quote_for_message(bad)),
+                      std::string::npos);
   for (auto c : url.error().message)
     CAF_CHECK(c >= 0x20 && c < 0x7F);
 }

@@ -6,8 +6,8 @@
 
 #include <dirent.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/fs/file_io.hpp"
@@ -268,8 +268,8 @@ CAF_TEST(a file the caller may not write is not replaced) {
     auto theirs = write_file(d + "/root-only", "changed");
     auto kept = read_file(own);
     return code_of(mine) == "permission_denied"
-           && mine.error().message.find(own) != std::string::npos
-           && kept && *kept == "mine"
+           && mine.error().message.find(own) != std::string::npos && kept
+           && *kept == "mine"
            && (::getuid() == 0 || code_of(theirs) == "permission_denied");
   });
   if (!verdict) {
@@ -282,7 +282,7 @@ CAF_TEST(a file the caller may not write is not replaced) {
   CAF_CHECK_EQUAL(names_in(dir).size(), 2u);
 }
 
-CAF_TEST(a write keeps the mode but drops the set-ID bits) {
+CAF_TEST(a write keeps the mode but drops the set - ID bits) {
   // A13: the kernel drops set-user-ID and set-group-ID when a file is
   // written; a replacing write must not keep them either.
   put("tool", "v1");

@@ -162,9 +162,9 @@ struct cas_fixture : temp_dir_fixture {
       auto res = round(n, r);
       if (res.wins != 1 || res.conflicts != n - 1 || !res.file_is_winners) {
         if (++bad <= 3)
-          CAF_MESSAGE("round " << r << " of " << n << " writers: "
-                               << res.wins << " won, " << res.conflicts
-                               << " conflicts, " << res.others
+          CAF_MESSAGE("round " << r << " of " << n << " writers: " << res.wins
+                               << " won, " << res.conflicts << " conflicts, "
+                               << res.others
                                << " other errors, file is the winner's: "
                                << res.file_is_winners);
       }

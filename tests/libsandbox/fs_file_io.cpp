@@ -121,7 +121,7 @@ CAF_TEST(an unreadable file is permission_denied) {
     CAF_CHECK(*verdict);
 }
 
-CAF_TEST(read_text selects 1-based inclusive line ranges) {
+CAF_TEST(read_text selects 1 - based inclusive line ranges) {
   // R11
   put("t", "one\ntwo\nthree");
   auto lines = [this](uint64_t from, uint64_t to, const char* file = "t") {
@@ -224,8 +224,7 @@ CAF_TEST(a trailing slash names a directory) {
   CAF_CHECK_NOT_EQUAL(rm_file.error().message.find("Not a directory"),
                       std::string::npos);
   CAF_CHECK_EQUAL(code_of(remove_file(path("f/."))), "path_not_found");
-  CAF_CHECK_EQUAL(code_of(remove_file(path("dirlink/"))),
-                  "not_a_regular_file");
+  CAF_CHECK_EQUAL(code_of(remove_file(path("dirlink/"))), "not_a_regular_file");
   CAF_CHECK_EQUAL(code_of(remove_file(path("filelink/"))), "path_not_found");
   CAF_CHECK_EQUAL(code_of(remove_file(path("d/"))), "not_a_regular_file");
   CAF_CHECK_EQUAL(code_of(remove_file(path("missing/"))), "path_not_found");

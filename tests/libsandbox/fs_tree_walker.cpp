@@ -63,7 +63,7 @@ CAF_TEST(the walk is depth first with siblings sorted by bytes) {
   put("a", "");
   put("c", "");
   put("B", "");
-  strings expected{"B:file",     "a:file", "b:dir", "b/a:dir",
+  strings expected{"B:file",     "a:file",   "b:dir", "b/a:dir",
                    "b/a/x:file", "b/z:file", "c:file"};
   CAF_CHECK(walk(dir, 10) == expected);
 }
@@ -113,9 +113,9 @@ CAF_TEST(symlinks are reported and never followed) {
   CAF_REQUIRE_EQUAL(::symlink(".", path("d/loop").c_str()), 0);
   CAF_REQUIRE_EQUAL(::symlink("..", path("d/up").c_str()), 0);
   CAF_REQUIRE_EQUAL(::symlink("d", path("link").c_str()), 0);
-  CAF_CHECK(walk(dir, 1000)
-            == (strings{"d:dir", "d/loop:symlink", "d/up:symlink",
-                        "link:symlink"}));
+  CAF_CHECK(
+    walk(dir, 1000)
+    == (strings{"d:dir", "d/loop:symlink", "d/up:symlink", "link:symlink"}));
 }
 
 CAF_TEST(special files are of kind other) {
@@ -175,8 +175,7 @@ CAF_TEST(an unreadable subdirectory ends the walk with an error) {
         auto after = walker->next();
         return item.error().code == sandbox::errc::permission_denied
                && item.error().message.find(closed) != std::string::npos
-               && seen == strings{"a", "a/x", "b-closed"} && after
-               && !*after;
+               && seen == strings{"a", "a/x", "b-closed"} && after && !*after;
       }
       if (!*item)
         return false;
@@ -276,8 +275,8 @@ CAF_TEST(a large tree walks in bounded memory) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed);
   CAF_CHECK_LESS(ms.count(), 5000);
   CAF_MESSAGE("walked " << count << " entries in " << ms.count()
-                        << " ms, RSS grew by "
-                        << (rss_peak - rss_before) / 1024 << " KiB");
+                        << " ms, RSS grew by " << (rss_peak - rss_before) / 1024
+                        << " KiB");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

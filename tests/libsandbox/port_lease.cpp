@@ -230,8 +230,7 @@ CAF_TEST(an exhausted range gives port_unavailable naming the range) {
   auto range = std::to_string(base) + "-" + std::to_string(last);
   CAF_MESSAGE("message: " << none.error().message);
   CAF_CHECK_NOT_EQUAL(none.error().message.find(range), std::string::npos);
-  CAF_CHECK_NOT_EQUAL(none.error().message.find("3 leased"),
-                      std::string::npos);
+  CAF_CHECK_NOT_EQUAL(none.error().message.find("3 leased"), std::string::npos);
   CAF_CHECK_EQUAL(registry.leased_count(), 3u);
   // result<T>::value() throws the error as a sandbox::exception.
   try {

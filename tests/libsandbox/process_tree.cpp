@@ -40,8 +40,7 @@ CAF_TEST(members are group members and descendants but not zombies) {
     entry(12, 11, 12),      // left the group, still a descendant
     entry(13, 10, 10, 'Z'), // a zombie: ended already
     entry(20, 1, 20),       // an exited child's group lives on
-    entry(21, 1, 20),
-    entry(30, 1, 30), // someone else's
+    entry(21, 1, 20),       entry(30, 1, 30), // someone else's
   };
   auto q = executions_query({10}, {20}, "");
   CAF_CHECK_EQUAL(find_members(q, snapshot),

@@ -77,8 +77,7 @@ std::string concat(const std::vector<std::string>& xs) {
 void check_every_split(std::string_view prefix, std::string_view ch,
                        std::string_view suffix) {
   auto whole = std::string{prefix} + std::string{ch} + std::string{suffix};
-  for (size_t cut = prefix.size() + 1; cut < prefix.size() + ch.size();
-       ++cut) {
+  for (size_t cut = prefix.size() + 1; cut < prefix.size() + ch.size(); ++cut) {
     std::string_view all{whole};
     auto outputs = split({all.substr(0, cut), all.substr(cut)});
     CAF_CHECK_EQUAL(concat(outputs), whole);
@@ -90,13 +89,13 @@ void check_every_split(std::string_view prefix, std::string_view ch,
 
 } // namespace
 
-CAF_TEST(R8 a 4-byte character split anywhere arrives whole) {
+CAF_TEST(R8 a 4 - byte character split anywhere arrives whole) {
   check_every_split("", "\xF0\x9F\x98\x80", "");
   check_every_split("ab", "\xF0\x9F\x98\x80", "cd");
   check_every_split("\xC3\xA9", "\xF4\x8F\xBF\xBF", "\xC3\xA9");
 }
 
-CAF_TEST(R8 2- and 3-byte characters split anywhere arrive whole) {
+CAF_TEST(R8 2 - and3 - byte characters split anywhere arrive whole) {
   check_every_split("x", "\xC3\xA9", "y");
   check_every_split("", "\xC2\x80", "");
   check_every_split("x", "\xE2\x82\xAC", "y");
@@ -128,15 +127,16 @@ CAF_TEST(R8 an incomplete character at the end of the stream is flushed) {
 CAF_TEST(R8 a held prefix that is not continued passes through) {
   utf8_splitter splitter;
   CAF_CHECK_EQUAL(splitter.feed("\xE2\x82"), "");
-  CAF_CHECK_EQUAL(splitter.feed("A"), "\xE2\x82" "A");
+  CAF_CHECK_EQUAL(splitter.feed("A"), "\xE2\x82"
+                                      "A");
   CAF_CHECK(splitter.empty());
 }
 
 CAF_TEST(R8 invalid bytes are never held) {
   // Bytes that can never start a valid sequence.
-  for (auto bad : {"\xFF"sv, "\xFE"sv, "\xC0"sv, "\xC1"sv, "\xF5"sv,
-                   "\xF8"sv, "\x80"sv, "\xBF"sv, "a\x80\x80\x80"sv,
-                   "\x80\x80\x80\x80"sv}) {
+  for (auto bad :
+       {"\xFF"sv, "\xFE"sv, "\xC0"sv, "\xC1"sv, "\xF5"sv, "\xF8"sv, "\x80"sv,
+        "\xBF"sv, "a\x80\x80\x80"sv, "\x80\x80\x80\x80"sv}) {
     utf8_splitter splitter;
     CAF_CHECK_EQUAL(splitter.feed(bad), bad);
     CAF_CHECK(splitter.empty());
@@ -156,8 +156,8 @@ CAF_TEST(R8 invalid bytes are never held) {
 }
 
 CAF_TEST(R8 complete sequences at the end are not held) {
-  for (auto ok : {"a"sv, "\xC3\xA9"sv, "\xE2\x82\xAC"sv,
-                  "\xF0\x9F\x98\x80"sv, "\xF0\x9F\x98\x80\xC3\xA9"sv}) {
+  for (auto ok : {"a"sv, "\xC3\xA9"sv, "\xE2\x82\xAC"sv, "\xF0\x9F\x98\x80"sv,
+                  "\xF0\x9F\x98\x80\xC3\xA9"sv}) {
     utf8_splitter splitter;
     CAF_CHECK_EQUAL(splitter.feed(ok), ok);
     CAF_CHECK(splitter.empty());
@@ -176,12 +176,11 @@ CAF_TEST(R8 feed_into appends after what the buffer held) {
   CAF_CHECK_EQUAL(out, "keep:x\xF0\x9F\x98\x80y\xC3");
 }
 
-CAF_TEST(R8 random binary round-trips byte-exact under random splits) {
+CAF_TEST(R8 random binary round - trips byte - exact under random splits) {
   std::mt19937 rng{20240601};
   for (int round = 0; round < 300; ++round) {
     // Mix plain bytes with bytes that look like UTF-8 leads.
-    std::string input(std::uniform_int_distribution<size_t>{0, 600}(rng),
-                      '\0');
+    std::string input(std::uniform_int_distribution<size_t>{0, 600}(rng), '\0');
     for (auto& c : input)
       c = static_cast<char>(std::uniform_int_distribution<int>{0, 255}(rng));
     std::vector<std::string_view> pieces;
@@ -197,20 +196,29 @@ CAF_TEST(R8 random binary round-trips byte-exact under random splits) {
   }
 }
 
-CAF_TEST(R8 valid UTF-8 under random splits yields only valid chunks) {
+CAF_TEST(R8 valid UTF - 8 under random splits yields only valid chunks) {
   // Characters of every length, including the edges of each range.
-  const std::vector<std::string> chars{
-    "a",        "\x7F",         "\xC2\x80",     "\xDF\xBF",
-    "\xC3\xA9", "\xE0\xA0\x80", "\xE2\x82\xAC", "\xED\x9F\xBF",
-    "\xEE\x80\x80", "\xEF\xBF\xBF", "\xF0\x90\x80\x80",
-    "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF", "\n"};
+  const std::vector<std::string> chars{"a",
+                                       "\x7F",
+                                       "\xC2\x80",
+                                       "\xDF\xBF",
+                                       "\xC3\xA9",
+                                       "\xE0\xA0\x80",
+                                       "\xE2\x82\xAC",
+                                       "\xED\x9F\xBF",
+                                       "\xEE\x80\x80",
+                                       "\xEF\xBF\xBF",
+                                       "\xF0\x90\x80\x80",
+                                       "\xF0\x9F\x98\x80",
+                                       "\xF4\x8F\xBF\xBF",
+                                       "\n"};
   std::mt19937 rng{7};
   for (int round = 0; round < 300; ++round) {
     std::string input;
     auto count = std::uniform_int_distribution<size_t>{0, 200}(rng);
     for (size_t i = 0; i < count; ++i)
-      input += chars[std::uniform_int_distribution<size_t>{
-        0, chars.size() - 1}(rng)];
+      input += chars[std::uniform_int_distribution<size_t>{0, chars.size()
+                                                                - 1}(rng)];
     CAF_REQUIRE(is_valid_utf8(input));
     std::vector<std::string_view> pieces;
     std::string_view rest{input};
@@ -260,8 +268,7 @@ CAF_TEST(R8 no chunk of a mixed stream ends inside a valid sequence) {
     }
   };
   for (int round = 0; round < 500; ++round) {
-    std::string input(std::uniform_int_distribution<size_t>{0, 300}(rng),
-                      '\0');
+    std::string input(std::uniform_int_distribution<size_t>{0, 300}(rng), '\0');
     for (auto& c : input)
       c = static_cast<char>(random_byte());
     utf8_splitter splitter;

@@ -27,8 +27,7 @@ CAF_TEST(a new uuid carries the version 4 and RFC 4122 variant bits) {
   for (int i = 0; i < 1000; ++i) {
     auto id = sandbox::make_uuid_v4();
     CAF_CHECK_EQUAL(id[14], '4');
-    CAF_CHECK(id[19] == '8' || id[19] == '9' || id[19] == 'a'
-              || id[19] == 'b');
+    CAF_CHECK(id[19] == '8' || id[19] == '9' || id[19] == 'a' || id[19] == 'b');
   }
 }
 

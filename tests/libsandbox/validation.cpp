@@ -34,12 +34,18 @@ CAF_TEST(R3 env names of letters digits and underscores are valid) {
 }
 
 CAF_TEST(R3 hostile env names are invalid) {
-  auto hostile = {""sv,        "1A"sv,        "9"sv,        "A-B"sv,
-                  "$(id)"sv,   "`id`"sv,      "A B"sv,      "\"A\""sv,
-                  "'A'"sv,     "A\n"sv,       "\nA"sv,      "A\0B"sv,
-                  "\0"sv,      "A="sv,        "=A"sv,       "caf\xC3\xA9"sv,
-                  "\xC3\xA9"sv, "A\xF0\x9F\x98\x80"sv, "A;B"sv, "A.B"sv,
-                  "A\tB"sv,    "A\x7F"sv,     "A\xFF"sv};
+  auto hostile = {""sv,         "1A"sv,
+                  "9"sv,        "A-B"sv,
+                  "$(id)"sv,    "`id`"sv,
+                  "A B"sv,      "\"A\""sv,
+                  "'A'"sv,      "A\n"sv,
+                  "\nA"sv,      "A\0B"sv,
+                  "\0"sv,       "A="sv,
+                  "=A"sv,       "caf\xC3\xA9"sv,
+                  "\xC3\xA9"sv, "A\xF0\x9F\x98\x80"sv,
+                  "A;B"sv,      "A.B"sv,
+                  "A\tB"sv,     "A\x7F"sv,
+                  "A\xFF"sv};
   for (auto name : hostile) {
     CAF_CHECK(!sandbox::is_valid_env_name(name));
   }
@@ -47,14 +53,12 @@ CAF_TEST(R3 hostile env names are invalid) {
   CAF_CHECK(!sandbox::is_valid_env_name(long_bad));
 }
 
-CAF_TEST(escaped messages show control bytes quotes and non-ASCII) {
+CAF_TEST(escaped messages show control bytes quotes and non - ASCII) {
   CAF_CHECK_EQUAL(sandbox::escape_for_message("plain text"), "plain text");
   CAF_CHECK_EQUAL(sandbox::escape_for_message("a\nb"), "a\\x0Ab");
   CAF_CHECK_EQUAL(sandbox::escape_for_message("a\0b"sv), "a\\x00b");
-  CAF_CHECK_EQUAL(sandbox::escape_for_message("say \"hi\""),
-                  "say \\\"hi\\\"");
-  CAF_CHECK_EQUAL(sandbox::escape_for_message("back\\slash"),
-                  "back\\\\slash");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("say \"hi\""), "say \\\"hi\\\"");
+  CAF_CHECK_EQUAL(sandbox::escape_for_message("back\\slash"), "back\\\\slash");
   CAF_CHECK_EQUAL(sandbox::escape_for_message("\xC3\xA9"), "\\xC3\\xA9");
   CAF_CHECK_EQUAL(sandbox::escape_for_message("\x7F\x01"), "\\x7F\\x01");
   CAF_CHECK_EQUAL(sandbox::escape_for_message(""), "");
@@ -69,8 +73,7 @@ CAF_TEST(escaped messages show control bytes quotes and non-ASCII) {
 CAF_TEST(quoted messages shorten very long inputs) {
   CAF_CHECK_EQUAL(sandbox::quote_for_message("A\nB"), "\"A\\x0AB\"");
   auto at_limit = std::string(sandbox::message_input_limit, 'A');
-  CAF_CHECK_EQUAL(sandbox::quote_for_message(at_limit),
-                  "\"" + at_limit + "\"");
+  CAF_CHECK_EQUAL(sandbox::quote_for_message(at_limit), "\"" + at_limit + "\"");
   auto huge = std::string(100000, 'B');
   CAF_CHECK_EQUAL(sandbox::quote_for_message(huge),
                   "\"" + std::string(64, 'B') + "\"... (100000 bytes)");
@@ -121,8 +124,8 @@ CAF_TEST(R3 validate_env refuses a value with a NUL byte) {
 }
 
 CAF_TEST(R7 languages of letters digits dots dashes underscores are valid) {
-  for (auto lang : {"python3"sv, "python3.11"sv, "node"sv, "x_y-z.1"sv,
-                    "sh"sv, "-"sv, "..."sv, "Python-3_X"sv}) {
+  for (auto lang : {"python3"sv, "python3.11"sv, "node"sv, "x_y-z.1"sv, "sh"sv,
+                    "-"sv, "..."sv, "Python-3_X"sv}) {
     CAF_CHECK(sandbox::validate_language(lang));
   }
 }
@@ -149,9 +152,9 @@ CAF_TEST(R7 hostile languages are invalid and named escaped) {
 }
 
 CAF_TEST(commands without NUL bytes are valid whatever they contain) {
-  for (auto cmd : {""sv, "echo hi"sv, "printf '%s' \"$(id)\" `id`"sv,
-                   "a\nb\r\n"sv, "\xFF\xFE binary"sv,
-                   "caf\xC3\xA9 \xF0\x9F\x98\x80"sv}) {
+  for (auto cmd :
+       {""sv, "echo hi"sv, "printf '%s' \"$(id)\" `id`"sv, "a\nb\r\n"sv,
+        "\xFF\xFE binary"sv, "caf\xC3\xA9 \xF0\x9F\x98\x80"sv}) {
     CAF_CHECK(sandbox::validate_command(cmd));
   }
 }

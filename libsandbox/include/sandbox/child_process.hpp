@@ -59,8 +59,8 @@ public:
 
   /// Launches `spec` on `r`; nothing is read until `activate`.
   /// Errors: those of `launch`.
-  static result<std::shared_ptr<child_process>>
-  start(reactor& r, const launch_spec& spec);
+  static result<std::shared_ptr<child_process>> start(reactor& r,
+                                                      const launch_spec& spec);
 
   /// Starts reading the pipes and watching the exit; `events` receives
   /// everything from now on.
@@ -100,8 +100,8 @@ public:
 
 private:
   struct pipe_reader {
-    explicit pipe_reader(boost::asio::strand<
-                         boost::asio::io_context::executor_type>& strand)
+    explicit pipe_reader(
+      boost::asio::strand<boost::asio::io_context::executor_type>& strand)
       : fd(strand) {
     }
     boost::asio::posix::stream_descriptor fd;

@@ -48,9 +48,8 @@ public:
   /// reaped yet. The registry is process-wide: several nodes in one process
   /// never steal each other's children.
   /// @returns what `launch` returns.
-  static result<std::shared_ptr<child_process>>
-  launch_owned(const std::function<result<std::shared_ptr<child_process>>()>&
-                 launch);
+  static result<std::shared_ptr<child_process>> launch_owned(
+    const std::function<result<std::shared_ptr<child_process>>()>& launch);
 
   /// The launcher of `pid` has reaped it: forgets one registration of
   /// `pid`. Called by `child_process`; a registration made for a new child

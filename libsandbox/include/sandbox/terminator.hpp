@@ -33,9 +33,8 @@ struct stop_plan {
 /// registered with `reaper` so that their zombies, once re-parented to the
 /// node, are reaped. Membership is re-read at every stage, so processes
 /// forked during the stop are found too.
-void async_terminate(reactor& r, std::shared_ptr<reaper> reap,
-                     tree_query query, std::vector<pid_t> own_children,
-                     stop_plan plan,
+void async_terminate(reactor& r, std::shared_ptr<reaper> reap, tree_query query,
+                     std::vector<pid_t> own_children, stop_plan plan,
                      std::function<void(stop_receipt)> done);
 
 } // namespace sandbox

@@ -107,19 +107,19 @@ public:
                                         const chunk_callback& on_chunk);
 
   result<exec_result> execute_code(const std::string& code,
-                                    const std::string& language,
-                                    const exec_options& opts = {},
-                                    const chunk_callback& on_chunk = {});
+                                   const std::string& language,
+                                   const exec_options& opts = {},
+                                   const chunk_callback& on_chunk = {});
 
   /// Runs code with the interpreter `language` (as `execute_code`) whose
   /// source is not in memory yet: `on_start` gets the live process once it
   /// runs, to feed its stdin (`write_stdin` waits until the pipe took the
   /// bytes, so a feeding thread gets back-pressure; then `close_stdin`);
   /// `on_chunk` sees the output in the calling thread until the result.
-  result<exec_result> execute_code_streaming(
-    const std::string& language, const exec_options& opts,
-    const std::function<void(blocking_process)>& on_start,
-    const chunk_callback& on_chunk);
+  result<exec_result>
+  execute_code_streaming(const std::string& language, const exec_options& opts,
+                         const std::function<void(blocking_process)>& on_start,
+                         const chunk_callback& on_chunk);
 
   result<blocking_process> spawn(const std::string& command,
                                  const exec_options& opts = {});

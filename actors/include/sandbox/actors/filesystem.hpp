@@ -26,6 +26,6 @@ constexpr size_t max_list_batch = 256;
 /// actor that opened them terminates, when the session stops, and when the
 /// worker goes away.
 filesystem_actor_impl spawn_filesystem(caf::actor_system& sys,
-                                  std::string working_directory);
+                                       std::string working_directory);
 
 } // namespace sandbox::actors

@@ -40,7 +40,6 @@ result<void> validate(const node_config& cfg);
 /// Spawns a node actor sharing `rt` with its sessions. When `validate`
 /// fails for `rt->config()` or `cfg`, the node does not die: it answers
 /// every request with that `invalid_argument` error.
-node_actor spawn_node(caf::actor_system& sys, runtime_ptr rt,
-                      node_config cfg);
+node_actor spawn_node(caf::actor_system& sys, runtime_ptr rt, node_config cfg);
 
 } // namespace sandbox::actors

@@ -44,7 +44,6 @@ process_behavior(process_actor_impl::stateful_pointer<process_state> self,
                  process_params params);
 
 /// Spawns a process actor for `params`.
-process_actor_impl spawn_process(caf::actor_system& sys,
-                                 process_params params);
+process_actor_impl spawn_process(caf::actor_system& sys, process_params params);
 
 } // namespace sandbox::actors

@@ -43,9 +43,9 @@ typename Inspector::result_type inspect(Inspector& f, exec_options& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
-  return f(caf::meta::type_name("sandbox::exec_result"), x.exit_code,
-           x.reason, x.stdout_data, x.stderr_data, x.output_files,
-           x.truncated, x.dropped_bytes);
+  return f(caf::meta::type_name("sandbox::exec_result"), x.exit_code, x.reason,
+           x.stdout_data, x.stderr_data, x.output_files, x.truncated,
+           x.dropped_bytes);
 }
 
 template <class Inspector>
@@ -154,6 +154,7 @@ typename Inspector::result_type inspect(Inspector& f, list_done& x) {
 
 // -- atoms --------------------------------------------------------------------
 
+// clang-format off: it would put a space into "(std::vector<T>))".
 CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
 
   CAF_ADD_TYPE_ID(sandbox, (sandbox::output_chunk))
@@ -195,9 +196,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   // The filesystem worker (R11-R17).
   CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::file_stat))
   CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::dir_entry))
-  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::dir_entry>))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::dir_entry>) )
   CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::frame))
-  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::frame>))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::frame>) )
   CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::write_options))
   CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::list_done))
   CAF_ADD_ATOM(sandbox, sandbox::actors, read_atom, "read")
@@ -213,6 +214,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, frames_atom, "frames")
 
 CAF_END_TYPE_ID_BLOCK(sandbox)
+// clang-format on
 
 namespace sandbox::actors {
 
@@ -221,8 +223,8 @@ namespace sandbox::actors {
 /// Receives the output of an execution as it arrives. Each chunk is a
 /// request; the sink answers `ack` when it is ready for more, which is the
 /// backpressure that keeps memory bounded for any output size.
-using chunk_sink = caf::typed_actor<
-  caf::replies_to<chunk_atom, output_chunk>::with<ack_atom>>;
+using chunk_sink
+  = caf::typed_actor<caf::replies_to<chunk_atom, output_chunk>::with<ack_atom>>;
 
 // -- process actor ------------------------------------------------------------
 
@@ -244,12 +246,10 @@ using process_actor = caf::typed_actor<
 /// of its child, sent from the reactor, and the orders of its session.
 using process_actor_impl = process_actor::extend<
   caf::reacts_to<output_atom, int32_t, std::string>,
-  caf::reacts_to<eof_atom, int32_t>,
-  caf::reacts_to<exited_atom, int32_t>,
+  caf::reacts_to<eof_atom, int32_t>, caf::reacts_to<exited_atom, int32_t>,
   // The child's exit status could not be collected (waitpid failed).
   caf::reacts_to<exited_atom, caf::error>,
-  caf::reacts_to<written_atom, uint64_t, int32_t>,
-  caf::reacts_to<timeout_atom>,
+  caf::reacts_to<written_atom, uint64_t, int32_t>, caf::reacts_to<timeout_atom>,
   // Ends the child and its descendants with the given exit reason.
   caf::reacts_to<end_atom, exit_reason>,
   // The staged termination finished.
@@ -290,8 +290,7 @@ using filesystem_actor = caf::typed_actor<
                   write_options>::with<ok_atom>,
   // R13: opens a streamed atomic write of a path; answers its write id.
   // The write is aborted when the actor that opened it terminates.
-  caf::replies_to<open_write_atom, std::string,
-                  write_options>::with<uint64_t>,
+  caf::replies_to<open_write_atom, std::string, write_options>::with<uint64_t>,
   // Appends a chunk to an open write; the reply is the ack.
   caf::replies_to<write_atom, uint64_t, std::string>::with<ack_atom>,
   // Renames the written file over the target (if_version checked again).

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
+#include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
 #include "sandbox/reactor.hpp"
-#include "sandbox/errc.hpp"
 #include "sandbox/reaper.hpp"
 #include "sandbox/terminator.hpp"
 

@@ -48,9 +48,8 @@ session_actor spawn_session(caf::actor_system& sys, session_params params);
 /// be created, the current directory cannot be determined).
 /// An empty working directory becomes `<base_directory>/<id>` when
 /// `base_directory` is set, else the current directory.
-result<session_params> make_session_params(runtime_ptr rt,
-                                           const session_config& cfg,
-                                           const std::string& base_directory
-                                           = {});
+result<session_params>
+make_session_params(runtime_ptr rt, const session_config& cfg,
+                    const std::string& base_directory = {});
 
 } // namespace sandbox::actors

@@ -132,8 +132,8 @@ public:
   ///   the existing file may not be written.
   /// - `conflict`: `if_version` does not match the current version.
   /// - `io_error`: any other failure.
-  static result<atomic_writer>
-  open(const std::string& abs, std::optional<std::string> if_version = {});
+  static result<atomic_writer> open(const std::string& abs,
+                                    std::optional<std::string> if_version = {});
 
   atomic_writer(atomic_writer&& other) noexcept = default;
   atomic_writer& operator=(atomic_writer&& other) noexcept;
