@@ -61,7 +61,8 @@ namespace sandbox::actors {
 /// What creates a session (R18).
 struct session_config {
   std::string working_directory;
-  /// Empty: `<tmpdir>/sandbox/home`.
+  /// Empty: `<tmpdir>/sandbox-<euid>/home`, private to the user and
+  /// created at the first execution (see `runtime_config::temp_directory`).
   std::string home_directory;
   env_map env;
 };
