@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "helpers/temp_dir.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/proc_stats.hpp"
 #include "sandbox/process_tree.hpp"
@@ -67,26 +68,6 @@ inline size_t zombie_children() {
       ++n;
   return n;
 }
-
-/// A fresh directory under $TMPDIR (/tmp when unset), removed with its
-/// contents at the end of the test.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string{base != nullptr && *base != '\0' ? base
-                                                                    : "/tmp"}
-                       + "/sandbox-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed in " + tmpl);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::string cmd = "rm -rf '" + path + "'";
-    if (std::system(cmd.c_str()) != 0)
-      return;
-  }
-};
 
 struct node_fixture {
   actors::embedded_node node;

@@ -24,6 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helpers/temp_dir.hpp"
+
 namespace sandbox::test {
 
 struct cli_result {
@@ -70,33 +72,6 @@ inline void spit(const std::string& path, const std::string& bytes) {
   std::ofstream out{path, std::ios::binary | std::ios::trunc};
   out << bytes;
 }
-
-/// A fresh directory under $TMPDIR (/tmp when unset), as an absolute path
-/// without symbolic links, searchable by every user (tests that run the
-/// CLI as another user need that); removed with its contents at the end of
-/// the test.
-struct temp_dir {
-  std::string path;
-  temp_dir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string{base != nullptr && *base != '\0' ? base
-                                                                    : "/tmp"}
-                       + "/sandbox-cli-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed in " + tmpl);
-    char real[PATH_MAX];
-    path = ::realpath(tmpl.c_str(), real) != nullptr ? real : tmpl;
-    ::chmod(path.c_str(), 0755);
-  }
-  ~temp_dir() {
-    run_shell("rm -rf '" + path + "'");
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::string at(const std::string& rel) const {
-    return path + "/" + rel;
-  }
-};
 
 /// How `spawn_cli` runs the CLI.
 struct spawn_options {
