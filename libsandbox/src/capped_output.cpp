@@ -47,6 +47,9 @@ void capped_output::append(std::string_view data) {
 
 void capped_output::note_dropped(std::string_view data) noexcept {
   constexpr size_t window = sizeof(last_dropped_);
+  // An empty view may have a null data(): memcpy must not see it.
+  if (data.empty())
+    return;
   if (data.size() >= window) {
     std::memcpy(last_dropped_, data.data() + data.size() - window, window);
     last_dropped_size_ = window;
