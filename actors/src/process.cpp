@@ -10,6 +10,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "weak_send.hpp"
 #include "sandbox/capped_output.hpp"
 #include "sandbox/child_process.hpp"
 #include "sandbox/terminator.hpp"
@@ -179,11 +180,12 @@ void end_execution(self_ptr self, exit_reason why) {
     return;
   }
   auto pid = st.child->pid();
-  auto handle = caf::actor_cast<process_actor_impl>(self);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(),
                   executions_query({pid}, {}, st.p.marker_prefix), {pid},
-                  st.p.rt->config().stop, [handle](stop_receipt receipt) {
-                    caf::anon_send(handle, ended_atom_v, receipt);
+                  st.p.rt->config().stop,
+                  [weak = weak_self(self)](stop_receipt receipt) {
+                    send_if_alive<process_actor_impl>(weak, ended_atom_v,
+                                                      receipt);
                   });
 }
 

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
+#include "weak_send.hpp"
 #include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
 #include "sandbox/fs/path_resolver.hpp"
@@ -232,12 +233,12 @@ void begin_stop(self_ptr self) {
     maybe_complete_stop(self);
     return;
   }
-  auto handle = caf::actor_cast<session_actor_impl>(self);
   auto q = executions_query(own, st.groups, st.marker_prefix);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,
-                  [handle](stop_receipt receipt) {
-                    caf::anon_send(handle, ended_atom_v, receipt);
+                  [weak = weak_self(self)](stop_receipt receipt) {
+                    send_if_alive<session_actor_impl>(weak, ended_atom_v,
+                                                      receipt);
                   });
 }
 

@@ -138,7 +138,8 @@ capped_output::cut_shift capped_output::shift_cuts() const noexcept {
     return shift;
   char before[3];
   auto from_head = std::min(head.size(), sizeof(before) - last_dropped_size_);
-  std::memcpy(before, head.data() + head.size() - from_head, from_head);
+  if (from_head > 0) // an empty head may have a null data()
+    std::memcpy(before, head.data() + head.size() - from_head, from_head);
   std::memcpy(before + from_head, last_dropped_, last_dropped_size_);
   auto before_size = from_head + last_dropped_size_;
   // The lead byte is the last byte before the tail that is no continuation.

@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.filesystem
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.filesystem_cas
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 // Compare-and-swap through the actors (R13): writers in separate sessions,
 // on two separate nodes (each its own actor system), hold the same version

@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.filesystem_list
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <fmt/format.h>
 
@@ -259,7 +260,7 @@ CAF_TEST(R16 a 200000 entry tree lists in bounded memory) {
   CAF_CHECK(ordered);
   auto growth = peak > before ? peak - before : 0;
   CAF_MESSAGE("resident memory grew by " << growth / 1024 << " KiB");
-  CAF_CHECK_LESS(growth, size_t{32} * 1024 * 1024);
+  SANDBOX_CHECK_MEMORY_BOUND(growth, size_t{32} * 1024 * 1024);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.filesystem_write
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include "filesystem_fixture.hpp"
 

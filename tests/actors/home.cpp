@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.home
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

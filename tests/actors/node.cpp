@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.node
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.node_config
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <signal.h>
 

@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.protocol
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/binary_deserializer.hpp>

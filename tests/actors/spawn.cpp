@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.spawn
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <signal.h>
 

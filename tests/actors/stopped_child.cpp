@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.stopped_child
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <chrono>
 

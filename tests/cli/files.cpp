@@ -1,5 +1,6 @@
 #define CAF_SUITE cli.files
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <fcntl.h>
 #include <stdlib.h>

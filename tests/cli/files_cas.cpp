@@ -1,5 +1,6 @@
 #define CAF_SUITE cli.files_cas
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 // The CLI side of the atomic write (R13): `sandbox write --if-version V` in
 // separate processes, each with its own embedded node, holding the same

@@ -1,5 +1,6 @@
 #define CAF_SUITE cli.fuzz
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 // Random argument vectors for the CLI, from a grammar of subcommands,
 // options, good and bad values and odd strings (control characters, bytes

@@ -1,5 +1,6 @@
 #define CAF_SUITE cli.hardening
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 // The CLI under hostile conditions: closed pipes, full disks, signals,
 // closed standard descriptors, bad option values, odd file names.
@@ -479,7 +480,7 @@ CAF_TEST(A7 code input is not held in memory) {
   CAF_REQUIRE(at != std::string::npos);
   auto kb = std::stol(r.out.substr(at + 4));
   CAF_MESSAGE("peak RSS " << kb << " KiB");
-  CAF_CHECK_LESS(kb, 64 * 1024);
+  SANDBOX_CHECK_MEMORY_BOUND(kb, 64 * 1024);
   auto missing = cli({"code", "-l", "sh", "no-such-file"});
   CAF_CHECK_EQUAL(missing.status, 1);
   CAF_CHECK_EQUAL(count_lines(missing.err), 1u);
@@ -523,7 +524,7 @@ CAF_TEST(A8 read json streams chunks then a summary) {
   CAF_REQUIRE(at != std::string::npos);
   auto kb = std::stol(big.out.substr(at + 4));
   CAF_MESSAGE("peak RSS " << kb << " KiB");
-  CAF_CHECK_LESS(kb, 150 * 1024);
+  SANDBOX_CHECK_MEMORY_BOUND(kb, 150 * 1024);
 }
 
 CAF_TEST(read json of a line range is one lines object) {

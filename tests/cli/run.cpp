@@ -1,5 +1,6 @@
 #define CAF_SUITE cli.run
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <algorithm>
 

@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.capped_output
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <random>
 #include <string>

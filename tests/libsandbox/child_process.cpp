@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.child_process
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>

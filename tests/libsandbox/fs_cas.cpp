@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.fs_cas
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 // Compare-and-swap under concurrency (R13): of any number of writers that
 // hold the same version, exactly one wins, and the file then holds exactly

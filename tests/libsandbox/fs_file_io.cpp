@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.fs_file_io
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <chrono>
 #include <string>

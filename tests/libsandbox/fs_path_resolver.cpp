@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.fs_path_resolver
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <string>
 

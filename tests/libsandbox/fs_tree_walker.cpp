@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.fs_tree_walker
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <chrono>
 #include <filesystem>

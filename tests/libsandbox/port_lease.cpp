@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.port_lease
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <atomic>
 #include <random>
@@ -252,7 +253,7 @@ CAF_TEST(a move only lease handle releases its port exactly once) {
   auto base = find_free_block(2);
   port_lease_registry one_port{base, base};
   {
-    auto a = std::move(one_port.acquire().value());
+    auto a = one_port.acquire().value();
     auto port = a.port();
     CAF_CHECK_EQUAL(port, base);
     port_lease b{std::move(a)};
@@ -277,8 +278,8 @@ CAF_TEST(a move only lease handle releases its port exactly once) {
   // Move assignment frees the port the target held.
   auto second = static_cast<uint16_t>(base + 1);
   port_lease_registry two_ports{base, second};
-  auto x = std::move(two_ports.acquire().value());
-  auto y = std::move(two_ports.acquire().value());
+  auto x = two_ports.acquire().value();
+  auto y = two_ports.acquire().value();
   auto x_port = x.port();
   auto y_port = y.port();
   x = std::move(y);
@@ -299,7 +300,7 @@ CAF_TEST(a lease may outlive its registry object and copies share state) {
   {
     port_lease_registry registry{base, static_cast<uint16_t>(base + 1)};
     auto copy = registry;
-    lease = std::move(registry.acquire().value());
+    lease = registry.acquire().value();
     CAF_CHECK(copy.is_leased(lease.port()));
     CAF_CHECK_EQUAL(copy.leased_count(), 1u);
     auto moved = std::move(copy); // copies: `copy` keeps working

@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.process_tree
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <unistd.h>
 

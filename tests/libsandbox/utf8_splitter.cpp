@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.utf8_splitter
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <random>
 #include <string>

@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.uuid
 #include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
 
 #include <string>
 #include <unordered_set>
