@@ -310,35 +310,49 @@ result<void> atomic_writer::commit_locked() {
     if (rc != 0)
       return write_error(errno, path_, "name the temporary file");
     temp_name_ = std::move(name);
-    if (::close(fd_.release()) != 0)
-      return write_error(errno, path_, "close temporary file");
-  }
-  auto from = temp_name_.c_str();
-  auto to = name_.c_str();
-  if (if_version_ && if_version_->empty()) {
-    // "Must not exist" is checked and enforced in one step by the kernel.
-    if (::renameat2(dir, from, dir, to, RENAME_NOREPLACE) == 0)
-      return {};
-    if (errno == EEXIST) {
-      auto found = current_version(dir, name_, path_);
-      return conflict(path_, "", found ? *found : "unknown");
+    if (::close(fd_.release()) != 0) {
+      auto err = errno;
+      ::unlinkat(dir, temp_name_.c_str(), 0); // still under the lock
+      temp_name_.clear();
+      return write_error(err, path_, "close temporary file");
     }
-    if (errno != EINVAL && errno != ENOSYS)
+  }
+  auto renamed = [&]() -> result<void> {
+    auto from = temp_name_.c_str();
+    auto to = name_.c_str();
+    if (if_version_ && if_version_->empty()) {
+      // "Must not exist" is checked and enforced in one step by the kernel.
+      if (::renameat2(dir, from, dir, to, RENAME_NOREPLACE) == 0)
+        return {};
+      if (errno == EEXIST) {
+        auto found = current_version(dir, name_, path_);
+        return conflict(path_, "", found ? *found : "unknown");
+      }
+      if (errno != EINVAL && errno != ENOSYS)
+        return write_error(errno, path_, "rename temporary file");
+      // The file system lacks RENAME_NOREPLACE: fall back to check + rename.
+      auto found = current_version(dir, name_, path_);
+      if (!found)
+        return found.error();
+      if (!found->empty())
+        return conflict(path_, "", *found);
+    }
+    if (::renameat(dir, from, dir, to) != 0) {
+      if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)
+        return error{errc::not_a_regular_file,
+                     fmt::format("write {}: the target is a directory", path_)};
       return write_error(errno, path_, "rename temporary file");
-    // The file system lacks RENAME_NOREPLACE: fall back to check + rename.
-    auto found = current_version(dir, name_, path_);
-    if (!found)
-      return found.error();
-    if (!found->empty())
-      return conflict(path_, "", *found);
+    }
+    return {};
+  }();
+  if (!renamed && !temp_name_.empty()) {
+    // Remove the name while the lock still excludes the other writers: once
+    // it is released, the fixed commit name may be the next writer's, and
+    // `abort` must not remove that one.
+    ::unlinkat(dir, temp_name_.c_str(), 0);
+    temp_name_.clear();
   }
-  if (::renameat(dir, from, dir, to) != 0) {
-    if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)
-      return error{errc::not_a_regular_file,
-                   fmt::format("write {}: the target is a directory", path_)};
-    return write_error(errno, path_, "rename temporary file");
-  }
-  return {};
+  return renamed;
 }
 
 void atomic_writer::abort() noexcept {

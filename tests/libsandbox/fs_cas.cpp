@@ -208,16 +208,26 @@ CAF_TEST(create only has exactly one winner per round) {
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     std::vector<int> outcomes(8, 2);
+    std::vector<std::string> failures(8);
     std::vector<std::thread> threads;
     for (int i = 0; i < 8; ++i)
       threads.emplace_back([&, i] {
+        auto idx = static_cast<size_t>(i);
         auto w = atomic_writer::open(target, std::string{});
         auto ok = w && w->write(payload(r, i));
+        if (!w)
+          failures[idx] = "open: " + w.error().message;
+        else if (!ok)
+          failures[idx] = "write failed";
         ++ready;
         while (!go.load())
           std::this_thread::yield();
-        if (ok)
-          outcomes[static_cast<size_t>(i)] = outcome_of(w->commit());
+        if (ok) {
+          auto res = w->commit();
+          outcomes[idx] = outcome_of(res);
+          if (outcomes[idx] == 2)
+            failures[idx] = "commit: " + res.error().message;
+        }
       });
     while (ready.load() < 8)
       std::this_thread::yield();
@@ -225,8 +235,15 @@ CAF_TEST(create only has exactly one winner per round) {
     for (auto& t : threads)
       t.join();
     auto res = tally(outcomes, r);
-    if (res.wins != 1 || res.conflicts != 7 || !res.file_is_winners)
+    if (res.wins != 1 || res.conflicts != 7 || !res.file_is_winners) {
       ++bad;
+      CAF_MESSAGE("round " << r << ": " << res.wins << " wins, "
+                           << res.conflicts << " conflicts, file is winner's: "
+                           << res.file_is_winners);
+      for (auto& f : failures)
+        if (!f.empty())
+          CAF_MESSAGE("  " << f);
+    }
   }
   CAF_CHECK_EQUAL(bad, 0);
   CAF_CHECK_EQUAL(names(), std::vector<std::string>{"target"});
