@@ -307,6 +307,17 @@ std::string verdict(const case_args& c, bool json, const spawn_result& r,
   }
   if (r.status != 1 && r.status != 2)
     return "";
+  // A command that ran may itself exit 1 or 2 (`sh` does on a syntax error
+  // in the joined words): then the status and the output are the command's.
+  // JSON mode shows that it ran by its result line; text mode by a stderr
+  // that is not ours.
+  if (c.runs_command) {
+    for (auto& j : lines)
+      if (j["type"] == "result")
+        return "";
+    if (!json && !r.err.empty() && r.err.rfind("sandbox: ", 0) != 0)
+      return "";
+  }
   if (!json) {
     if (count_lines(r.err) != 1 || r.err.rfind("sandbox: ", 0) != 0)
       return "not exactly one error line on stderr";
