@@ -8,7 +8,7 @@
 
 namespace sandbox {
 
-/// The one error enum of sandbox (DESIGN.md §4 "Errors"). Registered with
+/// The one error enum of sandbox (docs/api.md, "Errors"). Registered with
 /// CAF as the error category "sandbox" so errors cross the network intact.
 enum class errc : uint8_t {
   /// Not an error.
