@@ -8,6 +8,7 @@
 #include "blocking_ask.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/session.hpp"
+#include "sandbox/detail/tsan.hpp"
 #include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
@@ -169,6 +170,8 @@ result<session_info> blocking_session::info() {
 }
 
 result<void> blocking_process::write_stdin(std::string data) {
+  // The process actor hands these bytes to the reactor (child_process).
+  sandbox::detail::tsan_release(data.data());
   return ask_ok(*sys_, handle_, stdin_atom_v, std::move(data));
 }
 

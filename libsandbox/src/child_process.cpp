@@ -9,6 +9,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "sandbox/detail/tsan.hpp"
 #include "sandbox/reaper.hpp"
 
 namespace sandbox {
@@ -161,6 +162,8 @@ void child_process::on_pidfd_ready() {
 }
 
 void child_process::write_stdin(uint64_t id, std::string data) {
+  // The bytes came in a message from the thread that filled them.
+  detail::tsan_acquire(data.data());
   asio::post(strand_,
              [self = shared_from_this(), id, data = std::move(data)]() mutable {
                if (!self->stdin_.is_open() || self->close_stdin_after_writes_) {
