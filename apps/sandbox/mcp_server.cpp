@@ -683,18 +683,23 @@ result<void> serve_lines(server& srv, int in_fd, int wake_fd,
       break;
     }
     buf.append(chunk.data(), static_cast<size_t>(got));
+    auto too_long = [&] {
+      srv.reject_line(fmt::format("a message longer than {} bytes",
+                                  max_line));
+    };
     size_t start = 0;
     for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos;
          start = nl + 1) {
       if (skipping)
-        skipping = false;
+        skipping = false; // the end of a line already answered
+      else if (nl - start > max_line)
+        too_long();
       else
         srv.receive(std::string_view{buf}.substr(start, nl - start));
     }
     buf.erase(0, start);
     if (!skipping && buf.size() > max_line) {
-      srv.reject_line(fmt::format("a message longer than {} bytes",
-                                  max_line));
+      too_long();
       skipping = true;
     }
     if (skipping)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "mcp_server.hpp"
 
@@ -208,6 +209,7 @@ struct fixture {
   std::unique_ptr<mcp::server> srv;
 
   explicit fixture(mcp::server_config cfg = {}) {
+    spdlog::set_level(spdlog::level::warn);
     cfg.version = "9.9.9";
     srv = std::make_unique<mcp::server>(tools, out.writer(), cfg);
   }

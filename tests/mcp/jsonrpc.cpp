@@ -127,7 +127,8 @@ CAF_TEST(notifications never get a response) {
   f.initialize();
   f.send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   f.send({{"jsonrpc", "2.0"}, {"method", "notifications/unknown"}});
-  f.send({{"jsonrpc", "2.0"}, {"method", "unknown/method"}, {"params", {}}});
+  f.send({{"jsonrpc", "2.0"}, {"method", "unknown/method"},
+          {"params", json::object()}});
   f.send({{"jsonrpc", "2.0"}, {"method", "ping"}});
   f.send(f.cancelled(12345));
   f.send(f.cancelled("never-sent"));
