@@ -24,7 +24,8 @@ tool_provider::~tool_provider() = default;
 
 namespace {
 
-using json = nlohmann::json;
+// Members in the order they are built: "jsonrpc", "id", then the rest.
+using json = nlohmann::ordered_json;
 
 /// The only version whose transport takes JSON-RPC batches: 2025-06-18
 /// removed them, 2024-11-05 never had them.
@@ -150,7 +151,7 @@ struct server::impl {
 
   void send(const json& msg) {
     auto line = dump(msg);
-    SPDLOG_DEBUG("mcp -> {}", line);
+    spdlog::debug("mcp -> {}", line);
     std::lock_guard<std::mutex> guard{write_mtx};
     write(line);
   }
@@ -201,7 +202,7 @@ struct server::impl {
       if (stopping)
         return;
     }
-    SPDLOG_DEBUG("mcp <- {}", line);
+    spdlog::debug("mcp <- {}", line);
     json msg;
     try {
       msg = json::parse(line);
@@ -334,7 +335,7 @@ struct server::impl {
       for (auto& t : tool_specs())
         list.push_back({{"name", t.name},
                         {"description", t.description},
-                        {"inputSchema", t.input_schema}});
+                        {"inputSchema", json(t.input_schema)}});
       return deliver(b, result_response(id, {{"tools", std::move(list)}}));
     }
     if (method == "tools/call")
@@ -462,7 +463,7 @@ struct server::impl {
     };
     result<actors::tool_result> r = error{errc::io_error, "not run"};
     try {
-      r = tools.call(c->name, c->arguments, ctx);
+      r = tools.call(c->name, nlohmann::json(c->arguments), ctx);
     } catch (const std::exception& e) {
       r = error{errc::io_error, e.what()};
     }
@@ -474,7 +475,7 @@ struct server::impl {
       // structuredContent exists since 2025-06-18.
       if (negotiated() == protocol_versions.front()
           && r->structured.is_object())
-        res["structuredContent"] = r->structured;
+        res["structuredContent"] = json(r->structured);
       response = result_response(c->id, std::move(res));
     } else if (r.error().code == errc::invalid_argument) {
       response = error_response(c->id, invalid_params,
