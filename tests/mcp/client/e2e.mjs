@@ -255,12 +255,13 @@ async function main() {
   await isReady;
   const exited = new Promise(resolve =>
     child.once('exit', (code, signal) => resolve({ code, signal })));
-  const began = Date.now();
-  await client.close();
+  // The end of stdin, as the SDK's close() does first (it would send
+  // SIGTERM after 2 s: on a busy machine that is not a failure of ours).
+  child.stdin.end();
   const { code, signal } = await exited;
   assert.equal(signal, null, `the server ended by ${signal}`);
   assert.equal(code, 0);
-  assert.ok(Date.now() - began < 2000, 'exited before the client had to kill it');
+  await client.close();
   await gone(Number(fs.readFileSync(eofPid, 'utf8')), 'the running command');
 
   clearTimeout(watchdog);
