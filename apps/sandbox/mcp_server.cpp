@@ -191,9 +191,9 @@ struct server::impl {
   // -- input ------------------------------------------------------------------
 
   void receive(std::string_view line) {
-    while (!line.empty()
-           && (line.back() == '\r' || line.back() == ' '
-               || line.back() == '\t'))
+    while (
+      !line.empty()
+      && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
       line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos)
       return; // blank lines carry nothing
@@ -245,8 +245,8 @@ struct server::impl {
   /// its call is done).
   void handle(const json& msg, const batch_ptr& b) {
     if (!msg.is_object())
-      return deliver(b, error_response(
-                          nullptr, invalid_request,
+      return deliver(
+        b, error_response(nullptr, invalid_request,
                           fmt::format("Invalid Request: a message must be a "
                                       "JSON object, got {}",
                                       type_name(msg))));
@@ -254,8 +254,8 @@ struct server::impl {
     auto has_id = msg.contains("id");
     if (has_id) {
       if (!valid_id(msg["id"]))
-        return deliver(b, error_response(
-                            nullptr, invalid_request,
+        return deliver(
+          b, error_response(nullptr, invalid_request,
                             fmt::format("Invalid Request: id must be a string "
                                         "or an integer, got {}",
                                         brief(msg["id"]))));
@@ -278,16 +278,16 @@ struct server::impl {
                                        "Invalid Request: method is missing"));
     }
     if (!m->is_string())
-      return deliver(b, error_response(
-                          id, invalid_request,
+      return deliver(
+        b, error_response(id, invalid_request,
                           fmt::format("Invalid Request: method must be a "
                                       "string, got {}",
                                       brief(*m))));
     json params = nullptr;
     if (auto p = msg.find("params"); p != msg.end()) {
       if (!p->is_object() && !p->is_array())
-        return deliver(b, error_response(
-                            id, invalid_request,
+        return deliver(
+          b, error_response(id, invalid_request,
                             fmt::format("Invalid Request: params must be an "
                                         "object or an array, got {}",
                                         brief(*p))));
@@ -322,8 +322,8 @@ struct server::impl {
   void request(const json& id, const std::string& method, const json& params,
                const batch_ptr& b) {
     if (params.is_array())
-      return deliver(b, error_response(
-                          id, invalid_params,
+      return deliver(
+        b, error_response(id, invalid_params,
                           fmt::format("Invalid params: {} takes an object",
                                       method)));
     if (method == "initialize")
@@ -360,8 +360,8 @@ struct server::impl {
           fmt::format("Invalid Request: the session is initialized already "
                       "(protocol version {})",
                       version));
-      auto known = std::find(protocol_versions.begin(),
-                             protocol_versions.end(), asked)
+      auto known = std::find(protocol_versions.begin(), protocol_versions.end(),
+                             asked)
                    != protocol_versions.end();
       version = known ? asked : protocol_versions.front();
       chosen = version;
@@ -386,8 +386,8 @@ struct server::impl {
     json arguments = json::object();
     if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
       if (!a->is_object())
-        return deliver(b, error_response(
-                            id, invalid_params,
+        return deliver(
+          b, error_response(id, invalid_params,
                             fmt::format("Invalid params: arguments of tool "
                                         "{} must be an object, got {}",
                                         name, brief(*a))));
@@ -399,10 +399,10 @@ struct server::impl {
       std::string known;
       for (auto& t : specs)
         known += (known.empty() ? "" : ", ") + t.name;
-      return deliver(b, error_response(
-                          id, invalid_params,
-                          fmt::format("Unknown tool: {} (tools: {})",
-                                      brief(json(name)), known)));
+      return deliver(b,
+                     error_response(id, invalid_params,
+                                    fmt::format("Unknown tool: {} (tools: {})",
+                                                brief(json(name)), known)));
     }
     auto c = std::make_shared<call>();
     c->id = id;
@@ -478,9 +478,9 @@ struct server::impl {
         res["structuredContent"] = json(r->structured);
       response = result_response(c->id, std::move(res));
     } else if (r.error().code == errc::invalid_argument) {
-      response = error_response(c->id, invalid_params,
-                                fmt::format("Invalid params: {}",
-                                            r.error().message));
+      response
+        = error_response(c->id, invalid_params,
+                         fmt::format("Invalid params: {}", r.error().message));
     } else {
       // Anything else went wrong in the tool: the model sees it.
       json content = json::array();
@@ -536,14 +536,15 @@ struct server::impl {
     tools.cancel(key);
   }
 
-  // -- progress -----------------------------------------------------------------
+  // -- progress
+  // -----------------------------------------------------------------
 
   void tick() {
     std::unique_lock<std::mutex> lk{mtx};
     auto next = std::chrono::steady_clock::now() + cfg.progress_interval;
     while (!stopping) {
-      auto wake = std::min(next, std::chrono::steady_clock::now()
-                                   + cancel_retry);
+      auto wake = std::min(next,
+                           std::chrono::steady_clock::now() + cancel_retry);
       if (tick_cv.wait_until(lk, wake, [this] { return stopping; }))
         break;
       std::vector<std::string> retry;
@@ -570,8 +571,7 @@ struct server::impl {
     for (auto& [k, c] : calls) {
       if (!c->running || c->cancelled || c->progress_token.is_null())
         continue;
-      json p{{"progressToken", c->progress_token},
-             {"progress", ++c->progress}};
+      json p{{"progressToken", c->progress_token}, {"progress", ++c->progress}};
       if (with_message) {
         std::string tail;
         {
@@ -586,7 +586,8 @@ struct server::impl {
     }
   }
 
-  // -- shutdown -----------------------------------------------------------------
+  // -- shutdown
+  // -----------------------------------------------------------------
 
   void shutdown() {
     std::unique_lock<std::mutex> lk{mtx};
@@ -654,8 +655,7 @@ void server::reject_line(std::string_view reason) {
                              fmt::format("Parse error: {}", reason)));
 }
 
-result<void> serve_lines(server& srv, int in_fd, int wake_fd,
-                         size_t max_line) {
+result<void> serve_lines(server& srv, int in_fd, int wake_fd, size_t max_line) {
   std::string buf;
   bool skipping = false; // inside a line that was too long
   std::vector<char> chunk(64 * 1024);
@@ -685,8 +685,7 @@ result<void> serve_lines(server& srv, int in_fd, int wake_fd,
     }
     buf.append(chunk.data(), static_cast<size_t>(got));
     auto too_long = [&] {
-      srv.reject_line(fmt::format("a message longer than {} bytes",
-                                  max_line));
+      srv.reject_line(fmt::format("a message longer than {} bytes", max_line));
     };
     size_t start = 0;
     for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos;

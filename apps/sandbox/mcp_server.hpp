@@ -42,9 +42,9 @@ public:
 
   /// Runs one call to its end (from a worker thread; several at once).
   /// `invalid_argument`: unknown tool or arguments not matching its schema.
-  virtual result<actors::tool_result>
-  call(const std::string& name, const nlohmann::json& arguments,
-       const actors::tool_call_context& ctx)
+  virtual result<actors::tool_result> call(const std::string& name,
+                                           const nlohmann::json& arguments,
+                                           const actors::tool_call_context& ctx)
     = 0;
 
   /// Ends the call whose context carried `cancel_key` (its whole process

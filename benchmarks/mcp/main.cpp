@@ -180,12 +180,11 @@ struct mcp_side {
   }
 
   void round_trip() {
-    auto r = child.call({{"jsonrpc", "2.0"},
-                         {"id", ++id},
-                         {"method", "tools/call"},
-                         {"params",
-                          {{"name", "shell"},
-                           {"arguments", {{"command", "true"}}}}}});
+    auto r = child.call(
+      {{"jsonrpc", "2.0"},
+       {"id", ++id},
+       {"method", "tools/call"},
+       {"params", {{"name", "shell"}, {"arguments", {{"command", "true"}}}}}});
     if (!r.contains("result") || r["result"].value("isError", true)) {
       fmt::print(stderr, "tools/call failed: {}\n", r.dump());
       std::exit(1);
@@ -274,7 +273,7 @@ int main(int argc, char** argv) {
   }
   std::sort(ratios.begin(), ratios.end());
   auto median = ratios[ratios.size() / 2];
-  fmt::print("\nmedian ratio mcp / library: {:.2f} (goal >= 0.7: {})\n",
-             median, median >= 0.7 ? "met" : "NOT met");
+  fmt::print("\nmedian ratio mcp / library: {:.2f} (goal >= 0.7: {})\n", median,
+             median >= 0.7 ? "met" : "NOT met");
   return 0;
 }

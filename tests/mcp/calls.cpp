@@ -67,8 +67,8 @@ CAF_TEST(a call with a progress token reports at least once a second) {
   CAF_CHECK_EQUAL(f.out.waiting(), 0u);
 }
 
-CAF_TEST(progress tokens of both types are echoed and messages keep the last
-           lines) {
+CAF_TEST(
+  progress tokens of both types are echoed and messages keep the last lines) {
   mcp::server_config cfg;
   cfg.progress_lines = 2;
   cfg.progress_interval = milliseconds{100};
@@ -95,7 +95,7 @@ CAF_TEST(progress without output says so) {
   CAF_CHECK_EQUAL(p["params"]["message"], "running, no output yet");
 }
 
-CAF_TEST(progress notifications under 2024-11-05 carry no message) {
+CAF_TEST(progress notifications under 2024 - 11 - 05 carry no message) {
   mcp::server_config cfg;
   cfg.progress_interval = milliseconds{100};
   fixture f{cfg};
@@ -149,8 +149,7 @@ CAF_TEST(a cancelled call ends its command and answers nothing) {
   CAF_CHECK_EQUAL(f.out.waiting(), 0u);
 }
 
-CAF_TEST(a cancellation that comes before the command started still ends
-           it) {
+CAF_TEST(a cancellation that comes before the command started still ends it) {
   fixture f;
   f.initialize();
   f.send(f.call("g", "slow", {{"gate", true}}));
@@ -283,8 +282,8 @@ CAF_TEST(serve lines ends when woken and cancels the running calls) {
   pipe_pair in;
   pipe_pair wake;
   in.write(f.call(1, "slow", json::object()).dump() + "\n");
-  std::thread loop{[&] { (void) mcp::serve_lines(*f.srv, in.fds[0],
-                                                 wake.fds[0]); }};
+  std::thread loop{
+    [&] { (void) mcp::serve_lines(*f.srv, in.fds[0], wake.fds[0]); }};
   CAF_REQUIRE(f.tools.wait_started(1));
   wake.write("x");
   loop.join();

@@ -34,18 +34,18 @@ const std::string initialize
 
 CAF_TEST(stdout carries protocol lines only and logs go to stderr) {
   temp_dir work;
-  auto r = run_mcp({"--workdir", work.path, "--log-level", "debug"},
-                   initialize + "\n"
-                     + R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
-                     + "\nnot json\n"
-                     + R"({"jsonrpc":"2.0","id":"c","method":"ping"})" + "\n");
+  auto r
+    = run_mcp({"--workdir", work.path, "--log-level", "debug"},
+              initialize + "\n"
+                + R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
+                + "\nnot json\n"
+                + R"({"jsonrpc":"2.0","id":"c","method":"ping"})" + "\n");
   CAF_CHECK_EQUAL(r.status, 0);
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 3u);
   CAF_CHECK_EQUAL(count_lines(r.out), 3u);
   CAF_CHECK_EQUAL(lines[0]["result"]["protocolVersion"], "2025-03-26");
-  CAF_CHECK_EQUAL(lines[0]["result"]["serverInfo"]["version"],
-                  SANDBOX_VERSION);
+  CAF_CHECK_EQUAL(lines[0]["result"]["serverInfo"]["version"], SANDBOX_VERSION);
   CAF_CHECK_EQUAL(lines[1]["error"]["code"], -32700);
   CAF_CHECK_EQUAL(lines[2]["id"], "c");
   CAF_CHECK_EQUAL(lines[2]["result"], json::object());

@@ -52,10 +52,9 @@ public:
                   {"gate", {{"type", "boolean"}}}})}};
   }
 
-  result<actors::tool_result> call(const std::string& name,
-                                   const json& arguments,
-                                   const actors::tool_call_context& ctx)
-    override {
+  result<actors::tool_result>
+  call(const std::string& name, const json& arguments,
+       const actors::tool_call_context& ctx) override {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       called_.push_back(name);
@@ -63,10 +62,9 @@ public:
     cv_.notify_all();
     if (name == "echo") {
       if (arguments.contains("text") && !arguments["text"].is_string())
-        return error{errc::invalid_argument,
-                     "echo: text must be a string"};
-      return actors::tool_result{arguments.dump(), {{"args", arguments}},
-                                 false};
+        return error{errc::invalid_argument, "echo: text must be a string"};
+      return actors::tool_result{
+        arguments.dump(), {{"args", arguments}}, false};
     }
     if (name == "fail")
       return actors::tool_result{"it failed", json::object(), true};
@@ -85,20 +83,19 @@ public:
     auto lines = arguments.value("lines", 0);
     for (int i = 1; i <= lines; ++i)
       if (ctx.on_output)
-        ctx.on_output(output_chunk{stream_kind::out,
-                                   "line " + std::to_string(i) + "\n"});
+        ctx.on_output(
+          output_chunk{stream_kind::out, "line " + std::to_string(i) + "\n"});
     lk.lock();
     started_ += 1;
     cv_.notify_all();
-    cv_.wait(lk, [&] {
-      return released_ || cancelled_.count(ctx.cancel_key) > 0;
-    });
+    cv_.wait(lk,
+             [&] { return released_ || cancelled_.count(ctx.cancel_key) > 0; });
     live_.erase(ctx.cancel_key);
     bool cancelled = cancelled_.count(ctx.cancel_key) > 0;
     finished_ += 1;
     cv_.notify_all();
-    return actors::tool_result{cancelled ? "cancelled" : "done",
-                               {{"cancelled", cancelled}}, false};
+    return actors::tool_result{
+      cancelled ? "cancelled" : "done", {{"cancelled", cancelled}}, false};
   }
 
   void cancel(const std::string& key) override {
@@ -126,9 +123,8 @@ public:
   /// Waits until `n` slow calls run (or waited at the gate, with `gated`).
   bool wait_started(int n, bool gated = false) {
     std::unique_lock<std::mutex> lk{mtx_};
-    return cv_.wait_for(lk, patience, [&] {
-      return (gated ? gated_ : started_) >= n;
-    });
+    return cv_.wait_for(lk, patience,
+                        [&] { return (gated ? gated_ : started_) >= n; });
   }
 
   /// Waits until `n` slow calls returned.

@@ -56,7 +56,7 @@ CAF_TEST(messages that are not objects are invalid requests) {
   CAF_CHECK_EQUAL(f.ping(4)["id"], 4);
 }
 
-CAF_TEST(invalid requests answer -32600 with the id when it is valid) {
+CAF_TEST(invalid requests answer - 32600 with the id when it is valid) {
   fixture f;
   f.initialize();
   struct sample {
@@ -108,9 +108,9 @@ CAF_TEST(ids of every allowed type are echoed exactly) {
   // The id's JSON text in the request and in the response.
   for (std::string id : std::vector<std::string>{
          "0", "-1", "42", "9007199254740993", "-9223372036854775808",
-        "18446744073709551615", "\"\"", "\"abc\"", "\"1\"",
-        "\"\\u00e9\\u2713 \\\"quoted\\\"\"",
-        "\"" + std::string(5000, 'x') + "\""}) {
+         "18446744073709551615", "\"\"", "\"abc\"", "\"1\"",
+         "\"\\u00e9\\u2713 \\\"quoted\\\"\"",
+         "\"" + std::string(5000, 'x') + "\""}) {
     f.send_raw(R"({"jsonrpc":"2.0","method":"ping","id":)" + id + "}");
     auto r = f.out.next();
     CAF_REQUIRE(r.is_object());
@@ -127,7 +127,8 @@ CAF_TEST(notifications never get a response) {
   f.initialize();
   f.send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
   f.send({{"jsonrpc", "2.0"}, {"method", "notifications/unknown"}});
-  f.send({{"jsonrpc", "2.0"}, {"method", "unknown/method"},
+  f.send({{"jsonrpc", "2.0"},
+          {"method", "unknown/method"},
           {"params", json::object()}});
   f.send({{"jsonrpc", "2.0"}, {"method", "ping"}});
   f.send(f.cancelled(12345));
@@ -151,7 +152,7 @@ CAF_TEST(notifications never get a response) {
   CAF_CHECK_EQUAL(f.out.waiting(), 0u);
 }
 
-CAF_TEST(unknown methods answer -32601) {
+CAF_TEST(unknown methods answer - 32601) {
   fixture f;
   f.initialize();
   for (std::string method : {"resources/list", "prompts/get", "", "tools"}) {
@@ -163,7 +164,7 @@ CAF_TEST(unknown methods answer -32601) {
   CAF_CHECK_EQUAL(f.ping(1)["id"], 1);
 }
 
-CAF_TEST(unknown tools and wrong argument types answer -32602) {
+CAF_TEST(unknown tools and wrong argument types answer - 32602) {
   fixture f;
   f.initialize();
   struct sample {
@@ -192,9 +193,9 @@ CAF_TEST(unknown tools and wrong argument types answer -32602) {
   // The unknown tool's message lists the tools.
   f.send(f.call("u", "nope", json::object()));
   auto r = f.out.next();
-  CAF_CHECK(r["error"]["message"].get<std::string>().find(
-              "echo, fail, broken, slow")
-            != std::string::npos);
+  CAF_CHECK(
+    r["error"]["message"].get<std::string>().find("echo, fail, broken, slow")
+    != std::string::npos);
   // Missing arguments are an empty object.
   f.send(f.request("noargs", "tools/call", {{"name", "echo"}}));
   r = f.out.next();
@@ -305,7 +306,7 @@ CAF_TEST(an id in use by a running call is refused) {
   CAF_CHECK_EQUAL(r["result"]["content"][0]["text"], "done");
 }
 
-CAF_TEST(batches are refused under 2025-06-18 and 2024-11-05) {
+CAF_TEST(batches are refused under 2025 - 06 - 18 and 2024 - 11 - 05) {
   for (std::string v : {"2025-06-18", "2024-11-05", ""}) {
     fixture f;
     if (!v.empty())
@@ -326,7 +327,7 @@ CAF_TEST(batches are refused under 2025-06-18 and 2024-11-05) {
   }
 }
 
-CAF_TEST(batches are answered with one array under 2025-03-26) {
+CAF_TEST(batches are answered with one array under 2025 - 03 - 26) {
   fixture f;
   f.initialize("2025-03-26");
   f.send_raw(R"([{"jsonrpc":"2.0","id":1,"method":"ping"},)"
