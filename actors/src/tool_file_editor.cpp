@@ -545,6 +545,12 @@ tool_result file_editor::create(const std::string& path, const json& args) {
                                       "never overwrites; use str_replace or "
                                       "insert to change it.",
                                       show_path(path)));
+    if (w.error().code == errc::not_a_regular_file)
+      return tool_failure("file_exists",
+                          fmt::format("A directory or other non-regular file "
+                                      "already exists at {}: create makes "
+                                      "new files only.",
+                                      show_path(path)));
     return fs_failure(path, w.error());
   }
   auto st = (*fs)->stat(path);
@@ -662,7 +668,11 @@ tool_result file_editor::insert(const std::string& path, const json& args) {
     else if (!text.empty())
       text.insert(0, "\n"); // the last line had no '\n'
   }
-  if (offset < content.size() && !text.empty() && text.back() != '\n')
+  // The inserted lines end with a newline unless they end a file that had
+  // none.
+  bool newline_after = offset < content.size()
+                       || (!content.empty() && content.back() == '\n');
+  if (newline_after && !text.empty() && text.back() != '\n')
     text += '\n';
   auto after = content;
   after.insert(offset, text);
