@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "fixture.hpp"
 #include "sandbox/actors/tools.hpp"
 
@@ -366,6 +368,25 @@ CAF_TEST(create makes parents and answers a numbered snippet) {
                                       {"lines", 2},
                                       {"bytes", 18}}));
   CAF_CHECK_EQUAL(slurp(p), "print(1)\nprint(2)\n");
+}
+
+CAF_TEST(a snippet of a long change shows the ends of the changed lines) {
+  auto p = work + "/long.txt";
+  std::string text;
+  for (int i = 1; i <= 100; ++i)
+    text += std::to_string(i) + "\n";
+  auto r = edit(create(p, text));
+  std::string head;
+  for (int i = 1; i <= 16; ++i)
+    head += fmt::format("{:>6}\t{}\n", i, i);
+  std::string tail;
+  for (int i = 85; i <= 100; ++i)
+    tail += fmt::format("{:>6}\t{}\n", i, i);
+  CAF_CHECK_EQUAL(r.text, "File created successfully at " + p
+                            + " (100 lines, 292 bytes). Here's the result of "
+                              "running `cat -n` on a snippet of " + p + ":\n"
+                            + head + "   ...\t[68 changed lines not shown]\n"
+                            + tail);
 }
 
 CAF_TEST(create refuses to overwrite an existing file or directory) {
