@@ -16,15 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-/// Lines of context a snippet shows before and after a change.
-constexpr size_t snippet_context = 4;
-
-/// A changed region longer than this many lines shows only its ends.
-constexpr size_t snippet_max_region = 40;
-
-/// Lines kept at each end of a long changed region.
-constexpr size_t snippet_region_end = 16;
-
 /// Line numbers listed for an ambiguous `old_str`.
 constexpr size_t max_listed_lines = 20;
 
@@ -47,70 +38,6 @@ const std::vector<command_members>& commands() {
     {"undo_edit", {}, {}},
   };
   return xs;
-}
-
-/// A path for messages: as given when it is plain, else escaped and quoted.
-std::string show_path(const std::string& path) {
-  return to_valid_utf8(path);
-}
-
-std::string plural(size_t n, std::string_view one, std::string_view many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
-/// The 1-based line on which byte `pos` of `content` lies.
-size_t line_of(std::string_view content, size_t pos) {
-  return 1
-         + static_cast<size_t>(
-           std::count(content.begin(), content.begin() + pos, '\n'));
-}
-
-/// How many lines `text` spans (a final '\n' ends a line, it does not
-/// start one).
-size_t line_count(std::string_view text) {
-  return split_lines(text).size();
-}
-
-/// Why `text` (member `what`) is not text: a NUL byte or invalid UTF-8.
-std::optional<std::string> binary_reason(std::string_view text) {
-  if (auto nul = text.find('\0'); nul != std::string_view::npos)
-    return fmt::format("NUL byte at offset {}", nul);
-  if (auto bad = invalid_utf8_at(text))
-    return fmt::format("invalid UTF-8 at offset {}", *bad);
-  return std::nullopt;
-}
-
-/// Numbered lines `first..last` (1-based) of `content` with context around
-/// them; an empty region (`last < first`) shows the context around where
-/// it was.
-std::string snippet(std::string_view content, size_t first, size_t last) {
-  auto lines = split_lines(content);
-  auto n = lines.size();
-  if (n == 0)
-    return "(the file is now empty)\n";
-  auto region_end = std::max(last, first - 1);
-  auto b = std::min(n, region_end + snippet_context);
-  auto a = first > snippet_context ? first - snippet_context : 1;
-  a = std::max<size_t>(1, std::min(a, b));
-  if (last >= first && last - first + 1 > snippet_max_region) {
-    auto head_end = first + snippet_region_end - 1;
-    auto tail_begin = last - snippet_region_end + 1;
-    return numbered(lines, a - 1, head_end, a)
-           + fmt::format("   ...\t[{} changed lines not shown]\n",
-                         tail_begin - head_end - 1)
-           + numbered(lines, tail_begin - 1, b, tail_begin);
-  }
-  return numbered(lines, a - 1, b, a);
-}
-
-/// The failure of a filesystem request on `path`.
-tool_result fs_failure(const std::string& path, const error& err) {
-  if (err.code == errc::path_not_found)
-    return tool_failure(to_string(err.code),
-                        fmt::format("The path {} does not exist ({}).",
-                                    show_path(path), err.message));
-  return tool_failure(to_string(err.code),
-                      fmt::format("{}: {}", show_path(path), err.message));
 }
 
 } // namespace
@@ -261,155 +188,6 @@ tool_result file_editor::call(const json& args) {
   return undo_edit(path);
 }
 
-// -- view ---------------------------------------------------------------------
-
-tool_result file_editor::view(const std::string& path, const json& args) {
-  auto fs = files();
-  if (!fs)
-    return fs_failure(path, fs.error());
-  auto st = (*fs)->stat(path);
-  if (!st)
-    return fs_failure(path, st.error());
-  bool is_dir = st->kind == fs::file_kind::dir;
-  if (st->kind == fs::file_kind::symlink) {
-    // A link to a directory is viewed as the directory.
-    auto target = (*fs)->stat(path + "/");
-    is_dir = target && target->kind == fs::file_kind::dir;
-  }
-  if (is_dir) {
-    if (args.contains("view_range"))
-      return tool_failure("invalid_parameter",
-                          fmt::format("Parameter `view_range` is not allowed "
-                                      "when path is a directory: {} is a "
-                                      "directory.",
-                                      show_path(path)));
-    return view_directory(path);
-  }
-  std::optional<tool_result> failure;
-  auto file = load(path, true, failure);
-  if (!file)
-    return std::move(*failure);
-  auto lines = split_lines(file->content);
-  auto total = lines.size();
-  int64_t first = 1;
-  int64_t last = static_cast<int64_t>(total);
-  if (auto vr = args.find("view_range"); vr != args.end()) {
-    auto a = (*vr)[0].get<int64_t>();
-    auto b = (*vr)[1].get<int64_t>();
-    auto range = fmt::format("[{}, {}]", a, b);
-    auto has = total == 0 ? fmt::format("{} is empty (0 lines)",
-                                        show_path(path))
-                          : fmt::format("{} has {}", show_path(path),
-                                        plural(total, "line", "lines"));
-    if (a < 1 || a > static_cast<int64_t>(total))
-      return tool_failure("out_of_range",
-                          fmt::format("Invalid view_range {}: the first line "
-                                      "{} is out of range; {}.",
-                                      range, a, has));
-    if (b != -1 && b < a)
-      return tool_failure("out_of_range",
-                          fmt::format("Invalid view_range {}: the last line "
-                                      "{} is before the first line {} (use "
-                                      "-1 for the end of the file).",
-                                      range, b, a));
-    if (b > static_cast<int64_t>(total))
-      return tool_failure("out_of_range",
-                          fmt::format("Invalid view_range {}: the last line "
-                                      "{} is past the end; {} (use -1 for "
-                                      "the end of the file).",
-                                      range, b, has));
-    first = a;
-    last = b == -1 ? static_cast<int64_t>(total) : b;
-  }
-  tool_result r;
-  std::string body;
-  auto shown_last = first - 1;
-  bool cut = false;
-  for (auto i = first; i <= last; ++i) {
-    auto line = numbered(lines, i - 1, i, i);
-    if (body.size() + line.size() > opts_.max_view_bytes && i > first) {
-      cut = true;
-      break;
-    }
-    body += line;
-    shown_last = i;
-  }
-  if (total == 0)
-    r.text = fmt::format("{} is empty.\n", show_path(path));
-  else
-    r.text = fmt::format("Here's the result of running `cat -n` on {}:\n{}",
-                         show_path(path), body);
-  if (cut)
-    r.text += fmt::format("[view cut after line {} of {} (over {} bytes): "
-                          "use view_range [{}, {}] to see the rest]\n",
-                          shown_last, total, opts_.max_view_bytes,
-                          shown_last + 1, last);
-  std::string content;
-  for (auto i = first; i <= shown_last; ++i) {
-    content.append(lines[i - 1].data(), lines[i - 1].size());
-    if (static_cast<size_t>(i) < total || file->content.back() == '\n')
-      content += '\n';
-  }
-  r.structured = {{"command", "view"},
-                  {"path", show_path(path)},
-                  {"kind", "file"},
-                  {"total_lines", total},
-                  {"start_line", total == 0 ? 0 : first},
-                  {"end_line", shown_last},
-                  {"truncated", cut},
-                  {"content", std::move(content)}};
-  return r;
-}
-
-tool_result file_editor::view_directory(const std::string& path) {
-  auto fs = files();
-  if (!fs)
-    return fs_failure(path, fs.error());
-  auto hidden = [](const std::string& rel) {
-    if (rel.empty() || rel.front() == '.')
-      return true;
-    return rel.find("/.") != std::string::npos;
-  };
-  std::string listing;
-  json entries = json::array();
-  size_t count = 0;
-  auto root = path == "/" ? std::string{} : path;
-  auto summary = (*fs)->list(path, 2, [&](const fs::frame& f) {
-    if (hidden(f.path))
-      return true;
-    if (++count > opts_.max_dir_entries)
-      return true;
-    auto abs = to_valid_utf8(root + "/" + f.path);
-    listing += abs;
-    if (f.kind == fs::file_kind::dir)
-      listing += '/';
-    else if (f.kind == fs::file_kind::symlink)
-      listing += " (symlink)";
-    listing += '\n';
-    entries.push_back(
-      {{"path", abs}, {"kind", fs::to_string(f.kind)}, {"size", f.size}});
-    return true;
-  });
-  if (summary.error)
-    return fs_failure(path, *summary.error);
-  tool_result r;
-  r.text = fmt::format("Here are the files and directories up to 2 levels "
-                       "below {}, hidden entries excluded:\n{}/\n{}",
-                       show_path(path), to_valid_utf8(root), listing);
-  bool cut = count > opts_.max_dir_entries;
-  if (cut)
-    r.text += fmt::format("[{} more entries not shown: view a subdirectory "
-                          "or use the shell tool]\n",
-                          count - opts_.max_dir_entries);
-  r.structured = {{"command", "view"},
-                  {"path", show_path(path)},
-                  {"kind", "directory"},
-                  {"entries", std::move(entries)},
-                  {"total_entries", count},
-                  {"truncated", cut}};
-  return r;
-}
-
 // -- reading and writing for edits --------------------------------------------
 
 std::optional<file_editor::text_file>
@@ -545,6 +323,12 @@ tool_result file_editor::create(const std::string& path, const json& args) {
                                       "never overwrites; use str_replace or "
                                       "insert to change it.",
                                       show_path(path)));
+    if (w.error().code == errc::not_a_regular_file)
+      return tool_failure("file_exists",
+                          fmt::format("A directory or other non-regular file "
+                                      "already exists at {}: create makes "
+                                      "new files only.",
+                                      show_path(path)));
     return fs_failure(path, w.error());
   }
   auto st = (*fs)->stat(path);
@@ -662,7 +446,11 @@ tool_result file_editor::insert(const std::string& path, const json& args) {
     else if (!text.empty())
       text.insert(0, "\n"); // the last line had no '\n'
   }
-  if (offset < content.size() && !text.empty() && text.back() != '\n')
+  // The inserted lines end with a newline unless they end a file that had
+  // none.
+  bool newline_after = offset < content.size()
+                       || (!content.empty() && content.back() == '\n');
+  if (newline_after && !text.empty() && text.back() != '\n')
     text += '\n';
   auto after = content;
   after.insert(offset, text);

@@ -159,6 +159,11 @@ CAF_TEST(a failing execution is a tool error with its message) {
   SANDBOX_REQUIRE_OK(env);
   CAF_CHECK(env->is_error);
   CAF_CHECK_EQUAL(env->text, "invalid environment variable name: \"1A\"");
+  auto nul = tb.call("shell", {{"command", std::string{"a\0b", 3}}});
+  SANDBOX_REQUIRE_OK(nul);
+  CAF_CHECK(nul->is_error);
+  CAF_CHECK_EQUAL(nul->structured["error"], "invalid_argument");
+  CAF_CHECK_EQUAL(nul->text, "invalid command: NUL byte at offset 1");
 }
 
 CAF_TEST(two shell calls run at the same time) {
@@ -209,6 +214,28 @@ CAF_TEST(a running shell call is cancelled through its cancel key) {
   CAF_CHECK_EQUAL(r->structured["exit_code"], 130);
   CAF_CHECK_EQUAL(r->text, "started\n[exit code 130: cancelled]\n");
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+}
+
+CAF_TEST(after the session stopped every tool fails with session_stopped) {
+  auto s = make_session();
+  toolbox tb{s};
+  auto id = s.info()->id;
+  SANDBOX_REQUIRE_OK(s.stop());
+  auto sh = tb.call("shell", {{"command", "true"}});
+  SANDBOX_REQUIRE_OK(sh);
+  CAF_CHECK(sh->is_error);
+  CAF_CHECK_EQUAL(sh->structured["error"], "session_stopped");
+  auto code = tb.call("code", {{"code", "1"}, {"language", "python3"}});
+  SANDBOX_REQUIRE_OK(code);
+  CAF_CHECK_EQUAL(code->structured["error"], "session_stopped");
+  auto view = tb.call("file_editor",
+                      {{"command", "view"}, {"path", dir.path}});
+  SANDBOX_REQUIRE_OK(view);
+  CAF_CHECK(view->is_error);
+  CAF_CHECK_EQUAL(view->structured["error"], "session_stopped");
+  auto why = "session " + id + ": the session is stopped";
+  CAF_CHECK_EQUAL(sh->text, why);
+  CAF_CHECK_EQUAL(view->text, dir.path + ": " + why);
 }
 
 CAF_TEST(an unknown tool is invalid_argument naming it) {
