@@ -152,5 +152,6 @@ command add_rm(CLI::App& app, global_options& g);
 command add_ls(CLI::App& app, global_options& g);
 command add_stat(CLI::App& app, global_options& g);
 command add_session(CLI::App& app, global_options& g);
+command add_mcp(CLI::App& app, global_options& g);
 
 } // namespace sandbox::cli

@@ -1,0 +1,37 @@
+#pragma once
+
+// The one place where tool arguments are checked against a tool's JSON
+// Schema (valijson). Tools read their members only after this check.
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/errc.hpp"
+
+namespace sandbox::actors::detail {
+
+/// A compiled input schema of one tool.
+class tool_schema {
+public:
+  /// Compiles `schema` (a draft-7 compatible JSON Schema) for `tool`.
+  tool_schema(std::string tool, nlohmann::json schema);
+  ~tool_schema();
+  tool_schema(tool_schema&&) noexcept;
+  tool_schema& operator=(tool_schema&&) noexcept;
+
+  /// Checks `args` against the schema.
+  /// @returns `invalid_argument` with a message that starts with the tool's
+  ///   name and names the offending member, e.g.
+  ///   `shell: missing required member "command"`,
+  ///   `shell: unknown member "cmd"`,
+  ///   `shell: "timeout" must be a number, got "5"`.
+  result<void> validate(const nlohmann::json& args) const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace sandbox::actors::detail

@@ -1,0 +1,136 @@
+// `sandbox mcp`: the session's tools (shell, code, file_editor) over the
+// Model Context Protocol on stdin/stdout, one JSON-RPC message per line
+// (docs/mcp.md). One session per server process; stdin's end stops it.
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli.hpp"
+#include "interrupt.hpp"
+#include "mcp_server.hpp"
+
+#ifndef SANDBOX_VERSION
+#  define SANDBOX_VERSION "unknown"
+#endif
+
+namespace sandbox::cli {
+
+namespace {
+
+/// The server's tools: the toolbox of one session.
+class toolbox_provider : public mcp::tool_provider {
+public:
+  explicit toolbox_provider(actors::blocking_session& s)
+    : session_(s), box_(s) {
+  }
+
+  std::vector<actors::tool> tools() override {
+    return box_.tools();
+  }
+
+  result<actors::tool_result>
+  call(const std::string& name, const nlohmann::json& arguments,
+       const actors::tool_call_context& ctx) override {
+    return box_.call(name, arguments, ctx);
+  }
+
+  void cancel(const std::string& cancel_key) override {
+    if (auto r = session_.cancel(cancel_key); !r)
+      spdlog::warn("mcp: cancel {}: {}", cancel_key, r.error().message);
+  }
+
+private:
+  actors::blocking_session& session_;
+  actors::toolbox box_;
+};
+
+/// A pipe whose read end wakes the stdin loop (an interrupt, or stdout
+/// gone).
+struct wake_pipe {
+  int fds[2] = {-1, -1};
+  wake_pipe() {
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+      fds[0] = fds[1] = -1;
+  }
+  ~wake_pipe() {
+    for (int fd : fds)
+      if (fd >= 0)
+        ::close(fd);
+  }
+  void wake() const {
+    if (fds[1] >= 0)
+      (void) !::write(fds[1], "x", 1);
+  }
+};
+
+int serve_mcp(const global_options& global, const std::string& workdir) {
+  // stdout carries protocol messages only: errors and every log line go to
+  // stderr.
+  auto g = global;
+  g.json = false;
+  auto logger = spdlog::stderr_logger_mt("sandbox-mcp");
+  logger->set_level(spdlog::get_level());
+  spdlog::set_default_logger(logger);
+  // Here, once remote nodes exist: --node HOST:PORT creates the session on
+  // that node instead of the embedded one.
+  if (!g.node.empty())
+    return report(g, remote_unsupported(g));
+  if (!g.session.empty())
+    return report(g, {errc::session_not_found,
+                      fmt::format("no such session: {} (sessions persist "
+                                  "only on a remote node)",
+                                  g.session)});
+  actors::session_config cfg;
+  cfg.working_directory = workdir;
+  auto session = actors::blocking_session::create(embedded(), cfg);
+  if (!session)
+    return report(g, session.error());
+  wake_pipe wake;
+  // An interrupt ends the loop; the calls are cancelled and the session
+  // stopped before main exits with 128 + its number.
+  interrupt_guard guard{[&wake] { wake.wake(); }};
+  int status = exit_ok;
+  {
+    toolbox_provider tools{*session};
+    mcp::server_config scfg;
+    scfg.version = SANDBOX_VERSION;
+    mcp::server srv{tools,
+                    [&wake](const std::string& line) {
+                      // The client is gone: nobody reads the answers.
+                      if (!emit(1, line + '\n'))
+                        wake.wake();
+                    },
+                    scfg};
+    if (auto r = mcp::serve_lines(srv, 0, wake.fds[0]); !r)
+      status = report(g, r.error());
+  }
+  (void) session->stop();
+  spdlog::info("mcp: session stopped");
+  return status;
+}
+
+} // namespace
+
+command add_mcp(CLI::App& app, global_options& g) {
+  auto workdir = std::make_shared<std::string>(".");
+  command cmd;
+  cmd.sub = app.add_subcommand(
+    "mcp", "serve a session's tools (shell, code, file_editor) over the "
+           "Model Context Protocol on stdin/stdout, one JSON-RPC message "
+           "per line; the end of stdin stops the session");
+  cmd.sub->add_option("--workdir", *workdir,
+                      "working directory of the session (default: the "
+                      "current directory)");
+  cmd.sub->footer(global_options_footer);
+  cmd.run = [&g, workdir] { return serve_mcp(g, *workdir); };
+  return cmd;
+}
+
+} // namespace sandbox::cli

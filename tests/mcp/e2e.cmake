@@ -1,0 +1,34 @@
+# mcp.e2e: `sandbox mcp` driven over stdio by the official TypeScript MCP
+# SDK client (tests/mcp/client). The client's packages, pinned by its
+# package-lock.json, are installed into the build tree with `npm ci`, again
+# only when package.json or package-lock.json changed.
+find_program(SANDBOX_NODE node)
+find_program(SANDBOX_NPM npm)
+set(mcp_client_src ${CMAKE_CURRENT_SOURCE_DIR}/mcp/client)
+set(mcp_client_dir ${CMAKE_CURRENT_BINARY_DIR}/mcp-client)
+if(SANDBOX_NODE AND SANDBOX_NPM)
+  file(MAKE_DIRECTORY ${mcp_client_dir})
+  # Next to its node_modules, so that its imports resolve there.
+  configure_file(${mcp_client_src}/e2e.mjs ${mcp_client_dir}/e2e.mjs COPYONLY)
+  set(stamp ${mcp_client_dir}/node_modules/.sandbox-installed)
+  add_custom_command(
+    OUTPUT ${stamp}
+    COMMAND ${CMAKE_COMMAND} -E copy ${mcp_client_src}/package.json
+            ${mcp_client_src}/package-lock.json ${mcp_client_dir}
+    COMMAND ${SANDBOX_NPM} ci --no-audit --no-fund --loglevel=error
+    COMMAND ${CMAKE_COMMAND} -E touch ${stamp}
+    DEPENDS ${mcp_client_src}/package.json ${mcp_client_src}/package-lock.json
+    WORKING_DIRECTORY ${mcp_client_dir}
+    COMMENT "Installing the MCP SDK client of mcp.e2e (npm ci)"
+    VERBATIM)
+  add_custom_target(sandbox-mcp-client ALL DEPENDS ${stamp})
+  add_test(NAME mcp.e2e
+           COMMAND ${SANDBOX_NODE} ${mcp_client_dir}/e2e.mjs
+                   $<TARGET_FILE:sandbox_cli>
+           WORKING_DIRECTORY ${mcp_client_dir})
+else()
+  add_test(NAME mcp.e2e
+           COMMAND sh -c "echo 'mcp.e2e: node and npm are missing; \
+scripts/install-deps installs them' >&2; exit 1")
+endif()
+set_tests_properties(mcp.e2e PROPERTIES TIMEOUT 120)
