@@ -17,7 +17,7 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_
 # suppressions match module names. To read a report's frames, run the suite
 # again by hand with TSAN_OPTIONS=symbolize=1.
 TSAN_LOGS := $(CURDIR)/build-tsan/tsan-logs
-TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:symbolize=0:suppressions=$(SAN_SUPP)/tsan.supp:log_path=$(TSAN_LOGS)/tsan
+TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:symbolize=0:handle_abort=1:suppressions=$(SAN_SUPP)/tsan.supp:log_path=$(TSAN_LOGS)/tsan
 
 .PHONY: deps configure build test demo bench clean test-asan test-tsan
 
