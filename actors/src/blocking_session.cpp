@@ -30,6 +30,11 @@ embedded_node::~embedded_node() {
   // Node shutdown stops every session: nothing outlives the node.
   (void) stop_all();
   node_ = nullptr;
+  // Every actor ends while the reactor may still reach it; then the gate
+  // closes, so no reactor callback touches an actor (or drops its last
+  // reference) once the actor system is being destroyed.
+  impl_->sys.await_all_actors_done();
+  rt_->gate()->close();
 }
 
 caf::actor_system& embedded_node::system() noexcept {

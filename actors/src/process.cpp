@@ -183,7 +183,7 @@ void end_execution(self_ptr self, exit_reason why) {
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(),
                   executions_query({pid}, {}, st.p.marker_prefix), {pid},
                   st.p.rt->config().stop,
-                  [weak = weak_self(self)](stop_receipt receipt) {
+                  [weak = weak_self(self, *st.p.rt)](stop_receipt receipt) {
                     send_if_alive<process_actor_impl>(weak, ended_atom_v,
                                                       receipt);
                   });

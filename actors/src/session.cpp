@@ -236,7 +236,7 @@ void begin_stop(self_ptr self) {
   auto q = executions_query(own, st.groups, st.marker_prefix);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,
-                  [weak = weak_self(self)](stop_receipt receipt) {
+                  [weak = weak_self(self, *st.p.rt)](stop_receipt receipt) {
                     send_if_alive<session_actor_impl>(weak, ended_atom_v,
                                                       receipt);
                   });

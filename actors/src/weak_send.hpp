@@ -2,6 +2,7 @@
 
 // Messages from reactor callbacks to actors (private header).
 
+#include <memory>
 #include <utility>
 
 #include <caf/actor_cast.hpp>
@@ -10,22 +11,33 @@
 #include <caf/send.hpp>
 #include <caf/weak_intrusive_ptr.hpp>
 
+#include "sandbox/actors/runtime.hpp"
+
 namespace sandbox::actors {
 
-/// A weak reference to `self`, for a callback that runs on the reactor:
-/// such a callback must never keep an actor alive, or its last reference
-/// could drop on a reactor thread after the actor system is gone.
-inline caf::weak_actor_ptr weak_self(caf::local_actor* self) {
-  return caf::weak_actor_ptr{self->ctrl()};
+/// An actor as a callback on the reactor holds it: weakly, behind the
+/// runtime's gate. Such a callback must never keep an actor alive, or reach
+/// one once the actor system is going away: its last reference would drop
+/// on a reactor thread with the system gone.
+struct weak_target {
+  caf::weak_actor_ptr actor;
+  std::shared_ptr<actor_gate> gate;
+};
+
+inline weak_target weak_self(caf::local_actor* self, const runtime& rt) {
+  return {caf::weak_actor_ptr{self->ctrl()}, rt.gate()};
 }
 
-/// Sends `xs...` to the actor behind `weak` as a `Handle`, if it still
-/// lives; otherwise the message has nobody to go to and is dropped.
+/// Sends `xs...` to the actor behind `target` as a `Handle`, if it still
+/// lives and the gate is open; otherwise the message has nobody to go to
+/// and is dropped.
 template <class Handle, class... Ts>
-void send_if_alive(const caf::weak_actor_ptr& weak, Ts&&... xs) {
-  if (auto strong = weak.lock())
-    caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
-                   std::forward<Ts>(xs)...);
+void send_if_alive(const weak_target& target, Ts&&... xs) {
+  target.gate->run([&] {
+    if (auto strong = target.actor.lock())
+      caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
+                     std::forward<Ts>(xs)...);
+  });
 }
 
 } // namespace sandbox::actors

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "sandbox/errc.hpp"
@@ -47,6 +49,33 @@ struct runtime_config {
 ///   `invalid runtime_config.reactor_threads 0: must be at least 1`.
 result<void> validate(const runtime_config& cfg);
 
+/// Whether callbacks on the reactor may still reach actors: open while the
+/// actor system that hosts the runtime's actors lives. A callback that
+/// touches an actor (and may drop its last reference) runs through `run`;
+/// the owner of the system calls `close` once every actor has ended and
+/// before the system is destroyed, so no actor is reached, or destroyed,
+/// on a reactor thread after that.
+class actor_gate {
+public:
+  /// Calls `f()` unless the gate is closed.
+  template <class F>
+  void run(F&& f) {
+    std::shared_lock<std::shared_mutex> guard{mtx_};
+    if (open_)
+      f();
+  }
+
+  /// Closes the gate once the callbacks inside it have returned.
+  void close() {
+    std::unique_lock<std::shared_mutex> guard{mtx_};
+    open_ = false;
+  }
+
+private:
+  std::shared_mutex mtx_;
+  bool open_ = true;
+};
+
 /// What a node shares with its sessions and process actors: the reactor
 /// that watches every child, the subreaper, the node's environment and
 /// settings. Owned jointly (shared_ptr) by the node and every actor that
@@ -79,6 +108,11 @@ public:
     return base_env_;
   }
 
+  /// The gate of reactor callbacks that reach actors.
+  const std::shared_ptr<actor_gate>& gate() const noexcept {
+    return gate_;
+  }
+
   /// Returns a number unique within this runtime (execution numbers).
   uint64_t next_id() noexcept {
     return ++ids_;
@@ -89,6 +123,7 @@ private:
   env_map base_env_;
   std::unique_ptr<sandbox::reactor> reactor_;
   std::shared_ptr<sandbox::reaper> reaper_;
+  std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();
   std::atomic<uint64_t> ids_{0};
 };
 
