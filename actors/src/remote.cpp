@@ -164,12 +164,15 @@ caf::actor client_owner(caf::actor_system& sys) {
   std::lock_guard<std::mutex> guard{mtx};
   if (auto found = sys.registry().get(key))
     return caf::actor_cast<caf::actor>(found);
-  // Hidden: the actor system does not wait for it at shutdown; it ends
-  // with the system, and so does the node's view of this client.
+  // Hidden: the actor system does not wait for it at shutdown. It never
+  // quits and one reference to it is never released, on purpose: it must
+  // not be destroyed while the system's registry is torn down (the
+  // scheduler is gone by then). The node sees the connection drop instead.
   auto owner = sys.spawn<caf::hidden>([] {
     return caf::behavior{[](ok_atom) {}};
   });
   sys.registry().put(key, caf::actor_cast<caf::strong_actor_ptr>(owner));
+  new caf::actor(owner); // NOLINT: the one reference kept (see above)
   return owner;
 }
 

@@ -86,7 +86,10 @@ CAF_TEST(R22 stop receipts survive serialization) {
 }
 
 CAF_TEST(session configs and infos survive serialization) {
-  actors::session_config c{"/w", "/h", {{"K", "V"}}};
+  actors::session_config c;
+  c.working_directory = "/w";
+  c.home_directory = "/h";
+  c.env = {{"K", "V"}};
   c.detached = true;
   auto dc = round_trip(c);
   CAF_CHECK(dc.detached);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
@@ -49,6 +50,11 @@ struct served_node {
       .receive([](uint32_t) {}, [](caf::error&) {});
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     node = nullptr;
+    // Actors sent to a remote client stay in the registry for as long as
+    // they live, and stopped sessions live on (they answer
+    // `session_stopped`): the system would wait for them forever. It is
+    // left to the end of the test program.
+    (void) sys.release();
   }
 
   std::string address() const {
