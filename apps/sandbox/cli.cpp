@@ -314,7 +314,7 @@ result<actors::node_pool*> remote_nodes(const global_options& g) {
     if (!got)
       return got.error();
     for (auto& err : got->unreachable())
-      spdlog::warn("{} (skipped)", err.message);
+      spdlog::info("{} (skipped)", err.message);
     pool.emplace(std::move(*got));
   }
   return &*pool;

@@ -195,7 +195,8 @@ CAF_TEST(a node killed while a blocking execute waits fails it within 5 s) {
 }
 
 CAF_TEST(a killed client has its sessions stopped after the grace) {
-  test::serve_process node{{"--client-grace", "0.5"}, dir.at("node.log")};
+  test::serve_process node{{"--client-grace", "0.5", "--log-level", "info"},
+                          dir.at("node.log")};
   auto watcher = connect(node);
   // Baseline of the node's descriptors with one client connected.
   auto fds_before = fds_of(node.pid);

@@ -54,7 +54,7 @@ test::captured cli(std::vector<std::string> args) {
 
 } // namespace
 
-CAF_TEST(serve prints one ready line and exits 0 on SIGTERM) {
+CAF_TEST(serve prints one ready line and exits 0 on sigterm) {
   test::temp_dir dir;
   test::serve_process node{{"--json", "--log-level", "info"},
                            dir.at("log")};
@@ -63,7 +63,8 @@ CAF_TEST(serve prints one ready line and exits 0 on SIGTERM) {
   CAF_CHECK_EQUAL(j["address"], "127.0.0.1");
   CAF_CHECK(j["port"].get<int>() > 0);
   CAF_CHECK_EQUAL(j["tls"], false);
-  node.address = "127.0.0.1:" + std::to_string(j["port"].get<int>());
+  CAF_CHECK_EQUAL(node.address,
+                  "127.0.0.1:" + std::to_string(j["port"].get<int>()));
   auto s = cli({"--node", node.address, "--json", "session", "create"});
   CAF_REQUIRE_EQUAL(s.status, 0);
   auto id = json_lines(s.out).at(0)["id"].get<std::string>();

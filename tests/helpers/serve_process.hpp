@@ -65,9 +65,14 @@ struct serve_process {
       ready += c;
     ::close(fds[0]);
     const std::string prefix = "listening on ";
-    if (ready.rfind(prefix, 0) != 0)
+    auto port_at = ready.find("\"port\":");
+    if (ready.rfind(prefix, 0) == 0)
+      address = ready.substr(prefix.size());
+    else if (ready.rfind("{", 0) == 0 && port_at != std::string::npos)
+      address = "127.0.0.1:" + std::to_string(std::stoul(ready.substr(
+                                 port_at + 7))); // with --json
+    else
       throw std::runtime_error("sandbox serve did not start: " + ready);
-    address = ready.substr(prefix.size());
   }
 
   ~serve_process() {
