@@ -123,6 +123,14 @@ int main(int argc, char** argv) {
   const char* tmp = std::getenv("TMPDIR");
   std::string home = std::string{tmp != nullptr && *tmp != '\0' ? tmp : "/tmp"}
                      + "/sandbox-" + std::to_string(::geteuid()) + "/home";
+  // Interrupts wait (blocked) until the CLI runs, then go to it: one that
+  // comes while the session is made is not lost.
+  sigset_t interrupts;
+  sigemptyset(&interrupts);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    sigaddset(&interrupts, sig);
+  sigset_t old_mask;
+  ::sigprocmask(SIG_BLOCK, &interrupts, &old_mask);
   std::string out;
   int created = capture({real, "--node", node, "session", "create",
                          "--workdir", cwd, "--home", home, "--json"},
@@ -148,10 +156,14 @@ int main(int argc, char** argv) {
     if (::getppid() != parent)
       ::_exit(128 + SIGKILL);
     ::signal(SIGPIPE, SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+      ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execv(real, cargs.data());
     ::_exit(127);
   }
   child_pid = pid;
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
