@@ -156,9 +156,10 @@ int main(int argc, char** argv) {
     if (::getppid() != parent)
       ::_exit(128 + SIGKILL);
     ::signal(SIGPIPE, SIG_DFL);
+    // Interrupts stay blocked across exec: the CLI blocks them itself and
+    // takes a pending one with sigwait, as it would have.
     for (int sig : {SIGINT, SIGTERM, SIGHUP})
       ::signal(sig, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execv(real, cargs.data());
     ::_exit(127);
   }
