@@ -207,6 +207,9 @@ std::vector<row> run_sessions(const options& opt);
 /// 9: stop of a session with many running children.
 std::vector<row> run_stop(const options& opt);
 
+/// 10: a remote node over loopback against the embedded node.
+std::vector<row> run_remote(const options& opt);
+
 // -- helpers run as children --------------------------------------------------
 
 /// Runs the helper mode `mode` of this executable (a child of a scenario)

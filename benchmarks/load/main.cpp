@@ -32,16 +32,6 @@ struct group {
   scenario_fn run;
 };
 
-std::vector<row> distributed_rows(const options&) {
-  row r;
-  r.scenario = 10;
-  r.key = "distributed";
-  r.label = "distributed (remote node)";
-  r.result = verdict::not_available;
-  r.note = "n/a (pending distributed issue)";
-  return {r};
-}
-
 std::vector<group> all_groups() {
   return {
     {"exec", 1, "exec throughput at concurrency 1, 8, 64 and latency (1, 2)",
@@ -54,7 +44,10 @@ std::vector<group> all_groups() {
     {"sessions", 8, "session create+stop rate, memory per session",
      run_sessions},
     {"stop", 9, "stop of a session with 256 children", run_stop},
-    {"distributed", 10, "remote node (pending)", distributed_rows},
+    {"distributed", 10,
+     "remote node over loopback vs embedded: exec at concurrency 8, 256 MiB "
+     "output (plain and TLS)",
+     run_remote},
   };
 }
 
