@@ -272,8 +272,19 @@ result<void> check_like_caf(const tls_config& cfg) {
 // connection (its own log is compiled out of Debian's build). OpenSSL calls
 // the "new" function of an ex_data index for every SSL_CTX made after the
 // index exists: ours gives each context an info callback, which sees the
-// alerts and the end of every handshake on both sides. It only reads; the
-// handshake itself is CAF's and OpenSSL's, unchanged.
+// alerts and the end of every handshake on both sides. It decides nothing:
+// the handshake itself is CAF's and OpenSSL's, unchanged.
+//
+// It also repairs one fault of caf::openssl 0.17.6. OpenSSL reports a
+// failure through the error queue of the thread, and SSL_get_error() reads
+// that queue to classify the next call that returns <= 0. CAF empties the
+// queue only inside a log statement, compiled out of Debian's build, so the
+// errors of one failed handshake stay on CAF's network thread, and the next
+// would-block read or write of ANY other connection on that thread is taken
+// for a fatal error: one refused client drops every connected one. Each
+// socket of CAF's sessions gets a BIO callback that empties the queue right
+// before the socket is read or written: errors of earlier calls are gone,
+// errors of the current call (pushed after its I/O) are still there.
 
 // The reason of a client's failed handshake with one peer.
 struct failure_record {
@@ -339,6 +350,11 @@ bool is_certificate_alert(int value) {
   }
 }
 
+// The last error `forget_stale_errors` took off this thread's queue. A
+// handshake that fails pushes its error, then writes its alert, which
+// empties the queue: the reason is taken from here then.
+thread_local unsigned long cleared_error = 0;
+
 // Why the handshake of `ssl` just failed on this side.
 std::string local_reason(const SSL* ssl, bool server) {
   auto verify = SSL_get_verify_result(ssl);
@@ -348,6 +364,8 @@ std::string local_reason(const SSL* ssl, bool server) {
            + " did not verify against --tls-ca: "
            + X509_verify_cert_error_string(verify);
   auto code = ERR_peek_last_error();
+  if (code == 0)
+    code = cleared_error;
   std::string what = code != 0 && ERR_reason_error_string(code) != nullptr
                        ? ERR_reason_error_string(code)
                        : "the connection ended";
@@ -382,7 +400,25 @@ void record(const SSL* ssl, std::string reason, bool overwrite) {
     failures.pop_front();
 }
 
+long forget_stale_errors(BIO*, int oper, const char*, size_t, int, long,
+                         int ret, size_t*) {
+  if ((oper & BIO_CB_RETURN) == 0
+      && (oper == BIO_CB_READ || oper == BIO_CB_WRITE)) {
+    cleared_error = ERR_peek_last_error();
+    ERR_clear_error();
+  }
+  return ret;
+}
+
 void on_tls_event(const SSL* ssl, int where, int value) {
+  if ((where & SSL_CB_HANDSHAKE_START) != 0) {
+    // CAF has set the socket by now (SSL_set_fd, then SSL_connect or
+    // SSL_accept); one BIO serves reads and writes.
+    for (auto bio : {SSL_get_rbio(ssl), SSL_get_wbio(ssl)})
+      if (bio != nullptr && BIO_get_callback_ex(bio) != forget_stale_errors)
+        BIO_set_callback_ex(bio, forget_stale_errors);
+    return;
+  }
   if ((where & SSL_CB_READ_ALERT) == SSL_CB_READ_ALERT
       && (value >> 8) == SSL3_AL_FATAL) {
     auto text = alert_text(value);
@@ -419,23 +455,26 @@ void install_handshake_observer() {
   });
 }
 
-// Takes the latest recorded failure of a handshake with `host:port`; a
-// host name matches any address on that port.
+// Takes the latest recorded failure of a handshake with `host:port` and
+// forgets every older one of that endpoint; a host name matches any address
+// on that port.
 std::string take_failure(const std::string& host, uint16_t port) {
+  unsigned char buf[sizeof(in6_addr)];
+  bool numeric = ::inet_pton(AF_INET, host.c_str(), buf) == 1
+                 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+  auto matches = [&](const failure_record& x) {
+    return x.port == port && (!numeric || x.addr == host);
+  };
   std::lock_guard<std::mutex> guard{failures_mtx};
-  for (auto i = failures.rbegin(); i != failures.rend(); ++i) {
-    if (i->port != port)
-      continue;
-    unsigned char buf[sizeof(in6_addr)];
-    bool numeric = ::inet_pton(AF_INET, host.c_str(), buf) == 1
-                   || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
-    if (numeric && i->addr != host)
-      continue;
-    auto reason = std::move(i->reason);
-    failures.erase(std::next(i).base());
-    return reason;
-  }
-  return "";
+  std::string reason;
+  for (auto i = failures.rbegin(); i != failures.rend(); ++i)
+    if (matches(*i)) {
+      reason = std::move(i->reason);
+      break;
+    }
+  for (auto i = failures.begin(); i != failures.end();)
+    i = matches(*i) ? failures.erase(i) : std::next(i);
+  return reason;
 }
 
 } // namespace
@@ -492,10 +531,23 @@ std::string describe_connect_error(const std::string& host, uint16_t port,
                                    const tls_config& cfg,
                                    const caf::error& err) {
   auto node = "node " + host + ":" + std::to_string(port) + ": ";
-  if (err.category() != caf::atom("system"))
-    return node + caf::to_string(err);
+  // A handshake that fails at once (the node's first bytes are not TLS)
+  // ends the connect as `cannot_connect_to_node`, a later one as
+  // `disconnect_during_handshake`: the observer's record tells.
+  auto reason = take_failure(host, port);
+  if (cfg.enabled() && !reason.empty())
+    return node + "TLS handshake failed: " + reason;
+  bool system = err.category() == caf::atom("system");
   auto code = static_cast<caf::sec>(err.code());
-  if (code != caf::sec::disconnect_during_handshake) {
+  // caf::openssl gives no context when the handshake failed at once; a
+  // failed TCP connect has one ("ip_connect failed", ...).
+  if (cfg.enabled() && system && code == caf::sec::cannot_connect_to_node
+      && err.context().empty())
+    return node + "TLS handshake failed: the node ended the connection at "
+                  "once (does it serve without TLS?)";
+  if (!system || code != caf::sec::disconnect_during_handshake) {
+    if (!system)
+      return node + caf::to_string(err);
     auto text = node + caf::to_string(code);
     if (!err.context().empty())
       text += " " + caf::to_string(err.context());
@@ -505,10 +557,11 @@ std::string describe_connect_error(const std::string& host, uint16_t port,
     return node + "the connection ended during the handshake; a node that "
                   "serves with TLS needs --tls-cert, --tls-key and --tls-ca "
                   "on this side too";
-  auto reason = take_failure(host, port);
-  return node + "TLS handshake failed: "
-         + (reason.empty() ? "the connection ended before it completed"
-                           : reason);
+  // The node may close the connection before its alert is read (the
+  // reason is then lost): say what it checks.
+  return node + "TLS handshake failed: the node closed the connection (a "
+                "node accepts only client certificates signed by its "
+                "--tls-ca; its log says why it refused)";
 }
 
 } // namespace sandbox::actors
