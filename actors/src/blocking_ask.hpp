@@ -13,16 +13,21 @@
 #include <caf/scoped_actor.hpp>
 
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/remote.hpp"
 
 namespace sandbox::actors::detail {
 
 /// Sends `xs...` to `dest` from `self` and waits for one answer of type `T`.
 /// A failed request becomes its sandbox error (see `from_caf`).
+/// A request to a remote actor fails with `node_unreachable` once the
+/// actor's node is gone (see `response_guard`), never waits forever.
 template <class T, class Handle, class... Ts>
 result<T> ask_as(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   result<T> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive([&](T& x) { out = std::move(x); },
+  auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
+                       rh.id()};
+  rh.receive([&](T& x) { out = std::move(x); },
              [&](caf::error& err) { out = from_caf(err); });
   return out;
 }
@@ -50,8 +55,10 @@ result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f, Ts&&... xs) {
   using args = typename caf::detail::get_callable_trait<F>::arg_types;
   caf::scoped_actor self{sys};
   result<R> out = sandbox::error{errc::aborted, "no answer"};
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive(reply_to_result<R, F, args>{&out, &f},
+  auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
+                       rh.id()};
+  rh.receive(reply_to_result<R, F, args>{&out, &f},
              [&](caf::error& err) { out = from_caf(err); });
   return out;
 }
@@ -68,8 +75,10 @@ result<T> ask(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
 template <class Ack, class Handle, class... Ts>
 result<void> ask_ack(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   result<void> out;
-  self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .receive([](Ack) {}, [&](caf::error& err) { out = from_caf(err); });
+  auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
+                       rh.id()};
+  rh.receive([](Ack) {}, [&](caf::error& err) { out = from_caf(err); });
   return out;
 }
 
@@ -89,6 +98,17 @@ void relay_request(caf::actor_system& sys, caf::scoped_actor& self,
                    const Handle& dest, Ts... xs) {
   auto me = caf::actor_cast<caf::actor>(self);
   sys.spawn([=](caf::event_based_actor* relay) {
+    // A remote `dest` whose node is gone ends the stream with
+    // `node_unreachable` (the reply would never come).
+    if (dest.node() != relay->node()) {
+      relay->monitor(dest);
+      relay->set_down_handler([=](caf::down_msg& msg) {
+        if (msg.source != dest.address())
+          return;
+        relay->send(me, unreachable_error(dest.node()));
+        relay->quit();
+      });
+    }
     relay->request(dest, caf::infinite, xs...)
       .then(
         [=](Done& done) {

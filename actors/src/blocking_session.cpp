@@ -7,6 +7,7 @@
 
 #include "blocking_ask.hpp"
 #include "sandbox/actors/registration.hpp"
+#include "sandbox/actors/remote.hpp"
 #include "sandbox/actors/session.hpp"
 #include "sandbox/validation.hpp"
 
@@ -70,7 +71,7 @@ result<exec_result> stream_request(caf::actor_system& sys,
 
 } // namespace
 
-result<blocking_session> blocking_session::create(embedded_node& node,
+result<blocking_session> blocking_session::create(basic_node& node,
                                                   session_config cfg) {
   return create(node.system(), node.node(), std::move(cfg));
 }
@@ -78,6 +79,8 @@ result<blocking_session> blocking_session::create(embedded_node& node,
 result<blocking_session> blocking_session::create(caf::actor_system& sys,
                                                   const node_actor& node,
                                                   session_config cfg) {
+  if (!cfg.owner && node && node.node() != sys.node())
+    cfg.owner = client_owner(sys);
   return ask_map<blocking_session>(
     sys, node,
     [&](session_actor& s, session_info&) {
@@ -86,16 +89,20 @@ result<blocking_session> blocking_session::create(caf::actor_system& sys,
     create_atom_v, std::move(cfg));
 }
 
-result<std::vector<session_info>> embedded_node::list() {
-  return ask<std::vector<session_info>>(system(), node_, list_atom_v);
+basic_node::~basic_node() {
+  // nop
 }
 
-result<stop_receipt> embedded_node::stop_session(const std::string& id) {
-  return ask<stop_receipt>(system(), node_, stop_atom_v, id);
+result<std::vector<session_info>> basic_node::list() {
+  return ask<std::vector<session_info>>(system(), node(), list_atom_v);
 }
 
-result<uint32_t> embedded_node::stop_all() {
-  return ask<uint32_t>(system(), node_, stop_atom_v);
+result<stop_receipt> basic_node::stop_session(const std::string& id) {
+  return ask<stop_receipt>(system(), node(), stop_atom_v, id);
+}
+
+result<uint32_t> basic_node::stop_all() {
+  return ask<uint32_t>(system(), node(), stop_atom_v);
 }
 
 result<exec_result> blocking_session::execute(const std::string& command,
@@ -134,8 +141,12 @@ result<exec_result> blocking_session::execute_code_streaming(
   auto sink = caf::actor_cast<chunk_sink>(self);
   std::optional<blocking_process> process;
   sandbox::error failure{errc::aborted, "no answer"};
-  self->request(handle_, caf::infinite, spawn_atom_v, command, opts, sink)
-    .receive([&](process_actor& p,
+  auto rh = self->request(handle_, caf::infinite, spawn_atom_v, command, opts,
+                          sink);
+  response_guard guard{self.ptr(),
+                       caf::actor_cast<caf::strong_actor_ptr>(handle_),
+                       rh.id()};
+  rh.receive([&](process_actor& p,
                  int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
              [&](caf::error& err) { failure = from_caf(err); });
   if (!process)

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -10,6 +11,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "caf_error.hpp"
 #include "sandbox/actors/session.hpp"
@@ -33,6 +35,14 @@ struct pending_create {
   caf::typed_response_promise<session_actor, session_info> promise;
 };
 
+/// A client that created sessions which end with it (not detached).
+struct client_entry {
+  caf::actor_addr owner;
+  /// Where it connects from, for the log.
+  std::string origin;
+  std::set<std::string> sessions;
+};
+
 /// State of the node actor; owned by the actor alone.
 struct node_state {
   static inline const char* name = "sandbox.node";
@@ -41,13 +51,113 @@ struct node_state {
   std::unique_ptr<port_lease_registry> ports;
   std::map<std::string, node_entry> sessions;
   std::map<std::string, pending_create> pending;
+  /// Clients by number, and the numbers of their owner actors.
+  std::map<uint64_t, client_entry> clients;
+  std::map<caf::actor_addr, uint64_t> client_numbers;
+  uint64_t next_client = 0;
 };
 
 using self_ptr = node_actor_impl::stateful_pointer<node_state>;
 
+void log_receipt(const std::string& id, const stop_receipt& r,
+                 std::string_view why) {
+  spdlog::info("session {} stopped ({}): {} ended, {} killed, {} survivors",
+               id, why, r.ended, r.killed, r.survivors);
+}
+
+/// Ties the new session `id` to the client whose owner actor `cfg` names
+/// (when it has one and the session is not detached): the session stops
+/// once that client is gone for longer than the grace period.
+void watch_owner(self_ptr self, const std::string& id,
+                 const session_config& cfg) {
+  if (!cfg.owner || cfg.detached)
+    return;
+  auto& st = self->state;
+  auto addr = cfg.owner.address();
+  auto i = st.client_numbers.find(addr);
+  if (i == st.client_numbers.end()) {
+    auto n = ++st.next_client;
+    i = st.client_numbers.emplace(addr, n).first;
+    client_entry entry;
+    entry.owner = addr;
+    entry.origin = caf::to_string(cfg.owner.node());
+    spdlog::info("client {} connected (node {})", n, entry.origin);
+    st.clients.emplace(n, std::move(entry));
+    self->monitor(cfg.owner);
+  }
+  st.clients[i->second].sessions.insert(id);
+}
+
+/// The owner actor of a client went down: its connection dropped or it
+/// ended. Its sessions stop after the grace period.
+bool on_owner_down(self_ptr self, const caf::down_msg& msg) {
+  auto& st = self->state;
+  auto i = st.client_numbers.find(msg.source);
+  if (i == st.client_numbers.end())
+    return false;
+  auto n = i->second;
+  st.client_numbers.erase(i);
+  auto& entry = st.clients[n];
+  // Sessions it stopped itself are gone already.
+  for (auto i = entry.sessions.begin(); i != entry.sessions.end();)
+    i = st.sessions.count(*i) == 0 ? entry.sessions.erase(i) : std::next(i);
+  spdlog::info("client {} disconnected ({}); its {} session(s) stop in {} ms",
+               n, caf::to_string(msg.reason), entry.sessions.size(),
+               st.cfg.client_grace.count());
+  self->delayed_send(caf::actor_cast<node_actor_impl>(self),
+                     st.cfg.client_grace, grace_atom_v, n);
+  return true;
+}
+
+/// Stops what is left of the sessions of the gone client `n`.
+void on_grace_over(self_ptr self, uint64_t n) {
+  auto& st = self->state;
+  auto i = st.clients.find(n);
+  if (i == st.clients.end())
+    return;
+  auto ids = std::move(i->second.sessions);
+  st.clients.erase(i);
+  for (auto& id : ids) {
+    auto j = st.sessions.find(id);
+    if (j == st.sessions.end())
+      continue;
+    auto handle = j->second.handle;
+    st.sessions.erase(j);
+    self->request(handle, caf::infinite, stop_atom_v)
+      .then([id](const stop_receipt& r) { log_receipt(id, r, "client gone"); },
+            [id](caf::error& err) {
+              spdlog::warn("session {}: stop failed: {}", id,
+                           caf::to_string(err));
+            });
+  }
+}
+
 caf::error not_found(const std::string& id) {
   return caf::make_error(errc::session_not_found,
                          fmt::format("no such session: {}", id));
+}
+
+/// Runs `live` when the session `id` (`handle`) is not stopped, else
+/// forgets it and runs `gone`. A session stopped through its own handle
+/// (not through the node) stays known to the node until it is asked: a
+/// remote client keeps the stopped actor alive, so no down message comes.
+template <class Live, class Gone>
+void when_live(self_ptr self, const std::string& id, session_actor handle,
+               Live live, Gone gone) {
+  self->request(handle, caf::infinite, info_atom_v)
+    .then(
+      [self, id, live, gone](const session_info& info) mutable {
+        if (!info.stopped) {
+          live();
+          return;
+        }
+        self->state.sessions.erase(id);
+        gone();
+      },
+      [self, id, gone](caf::error&) mutable {
+        self->state.sessions.erase(id);
+        gone();
+      });
 }
 
 /// Runs the hook off the node's thread and reports back with `hooked`.
@@ -87,6 +197,7 @@ node_actor_impl::behavior_type refusing(caf::error err) {
       return err;
     },
     [err](stop_atom) -> caf::result<uint32_t> { return err; },
+    [](grace_atom, uint64_t) {},
   };
 }
 
@@ -101,6 +212,11 @@ result<void> validate(const node_config& cfg) {
       return error{errc::invalid_argument,
                    fmt::format("invalid node_config.base_directory: {}",
                                ok.error().message)};
+  if (cfg.client_grace.count() < 0)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid node_config.client_grace {} ms: must "
+                             "not be negative",
+                             cfg.client_grace.count())};
   return {};
 }
 
@@ -116,6 +232,8 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
   st.ports = std::make_unique<port_lease_registry>(st.cfg.first_port,
                                                    st.cfg.last_port);
   self->set_down_handler([self](caf::down_msg& msg) {
+    if (on_owner_down(self, msg))
+      return;
     auto& sessions = self->state.sessions;
     for (auto i = sessions.begin(); i != sessions.end(); ++i)
       if (i->second.handle.address() == msg.source) {
@@ -141,6 +259,9 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       params->lease = std::make_shared<port_lease>(std::move(*lease));
       auto handle = spawn_session(self->system(), std::move(*params));
       self->monitor(handle);
+      spdlog::info("session {} created in {}{}", info.id,
+                   info.working_directory, cfg.detached ? " (detached)" : "");
+      watch_owner(self, info.id, cfg);
       if (!st.cfg.on_first_create) {
         st.sessions.emplace(info.id, node_entry{handle, info});
         return {handle, info};
@@ -176,7 +297,12 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       auto i = st.sessions.find(id);
       if (i == st.sessions.end())
         return not_found(id);
-      return i->second.handle;
+      auto handle = i->second.handle;
+      auto rp = self->make_response_promise<session_actor>();
+      when_live(self, id, handle, [rp, handle]() mutable {
+        rp.deliver(handle);
+      }, [rp, id]() mutable { rp.deliver(not_found(id)); });
+      return rp;
     },
     [](resume_atom, const std::string& id) -> caf::result<session_actor> {
       return caf::make_error(errc::unsupported,
@@ -198,8 +324,12 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
         auto fallback = entry.info;
         self->request(entry.handle, caf::infinite, info_atom_v)
           .then(
-            [rp, collected, remaining](session_info& info) mutable {
-              collected->push_back(std::move(info));
+            [self, rp, collected, remaining](session_info& info) mutable {
+              // Stopped through its own handle: gone for the node too.
+              if (info.stopped)
+                self->state.sessions.erase(info.id);
+              else
+                collected->push_back(std::move(info));
               if (--*remaining == 0)
                 rp.deliver(std::move(*collected));
             },
@@ -217,9 +347,23 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       if (i == st.sessions.end())
         return not_found(id);
       auto handle = i->second.handle;
-      st.sessions.erase(i);
-      return self->delegate(handle, stop_atom_v);
+      auto rp = self->make_response_promise<stop_receipt>();
+      when_live(
+        self, id, handle,
+        [self, rp, id, handle]() mutable {
+          self->state.sessions.erase(id);
+          self->request(handle, caf::infinite, stop_atom_v)
+            .then(
+              [rp, id](const stop_receipt& r) mutable {
+                log_receipt(id, r, "stop");
+                rp.deliver(r);
+              },
+              [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        },
+        [rp, id]() mutable { rp.deliver(not_found(id)); });
+      return rp;
     },
+    [self](grace_atom, uint64_t n) { on_grace_over(self, n); },
     [self](stop_atom) -> caf::result<uint32_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise<uint32_t>();
@@ -232,7 +376,8 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       for (auto& [id, entry] : st.sessions)
         self->request(entry.handle, caf::infinite, stop_atom_v)
           .then(
-            [rp, remaining, count](const stop_receipt&) mutable {
+            [rp, remaining, count, id = id](const stop_receipt& r) mutable {
+              log_receipt(id, r, "node shutdown");
               if (--*remaining == 0)
                 rp.deliver(count);
             },

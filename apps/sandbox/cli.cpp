@@ -10,6 +10,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "interrupt.hpp"
 #include "sandbox/actors/registration.hpp"
@@ -241,11 +242,17 @@ parse_env_entry(const std::string& entry) {
 }
 
 result<std::chrono::milliseconds> parse_timeout(const std::string& text) {
+  return parse_seconds("--timeout", text);
+}
+
+result<std::chrono::milliseconds> parse_seconds(std::string_view option,
+                                                const std::string& text) {
   auto bad = [&] {
     return error{errc::invalid_argument,
-                 fmt::format("--timeout expects seconds from 0 to {:.0f} "
+                 fmt::format("{} expects seconds from 0 to {:.0f} "
                              "(fractions allowed, 0 = none), got {}",
-                             max_timeout_seconds, quote_for_message(text))};
+                             option, max_timeout_seconds,
+                             quote_for_message(text))};
   };
   // strtod also takes "inf", "nan" and hex; only plain decimals pass.
   if (text.empty()
@@ -281,11 +288,36 @@ result<uint64_t> parse_integer(std::string_view option, const std::string& text,
 
 // -- sessions -----------------------------------------------------------------
 
-sandbox::error remote_unsupported(const global_options& g) {
-  return {errc::unsupported,
-          fmt::format("--node {}: remote nodes are not supported by this "
-                      "build yet",
-                      g.node)};
+actors::tls_config tls_of(const global_options& g) {
+  return {g.tls_cert, g.tls_key, g.tls_ca};
+}
+
+std::optional<int> check_tls(const global_options& g) {
+  for (auto& node : g.nodes)
+    if (auto addr = actors::parse_node_address(node); !addr)
+      return usage_error(g, "--node: " + addr.error().message);
+  auto tls = tls_of(g);
+  if (!tls.enabled())
+    return std::nullopt;
+  if (g.tls_cert.empty() || g.tls_key.empty() || g.tls_ca.empty())
+    return usage_error(g, "TLS needs all three of --tls-cert, --tls-key and "
+                          "--tls-ca");
+  if (auto ok = actors::validate(tls); !ok)
+    return report(g, ok.error());
+  return std::nullopt;
+}
+
+result<actors::node_pool*> remote_nodes(const global_options& g) {
+  static std::optional<actors::node_pool> pool;
+  if (!pool) {
+    auto got = actors::node_pool::connect(g.nodes, tls_of(g));
+    if (!got)
+      return got.error();
+    for (auto& err : got->unreachable())
+      spdlog::warn("{} (skipped)", err.message);
+    pool.emplace(std::move(*got));
+  }
+  return &*pool;
 }
 
 actors::embedded_node& embedded() {
@@ -302,8 +334,27 @@ actors::embedded_node& embedded() {
 int with_session(const global_options& g,
                  const std::function<int(actors::blocking_session&)>& body,
                  bool runs_commands) {
-  if (!g.node.empty())
-    return report(g, remote_unsupported(g));
+  if (!g.nodes.empty()) {
+    auto pool = remote_nodes(g);
+    if (!pool)
+      return report(g, pool.error());
+    if (!g.session.empty()) {
+      auto found = (*pool)->find(g.session);
+      if (!found)
+        return report(g, found.error());
+      return body(found->first);
+    }
+    // A fresh session in a new directory under the node's base directory.
+    auto created = (*pool)->create();
+    if (!created)
+      return report(g, created.error());
+    std::optional<interrupt_guard> wait_for_stop;
+    if (runs_commands)
+      wait_for_stop.emplace([] {});
+    auto status = body(created->first);
+    (void) created->first.stop();
+    return status;
+  }
   if (!g.session.empty())
     return report(g, {errc::session_not_found,
                       fmt::format("no such session: {} (sessions persist "

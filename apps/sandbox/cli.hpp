@@ -15,12 +15,14 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/remote.hpp"
 
 namespace sandbox::cli {
 
 /// Options every subcommand accepts, before or after its name.
 struct global_options {
-  std::string node;
+  /// --node, repeatable: HOST:PORT of remote nodes.
+  std::vector<std::string> nodes;
   bool json = false;
   std::string log_level = "warn";
   std::string session;
@@ -115,6 +117,10 @@ constexpr double max_timeout_seconds = 1e9;
 /// allowed; 0 means none. Errors (usage) name the option and the range.
 result<std::chrono::milliseconds> parse_timeout(const std::string& text);
 
+/// As `parse_timeout`, for the option named `option`.
+result<std::chrono::milliseconds> parse_seconds(std::string_view option,
+                                                const std::string& text);
+
 /// Parses a decimal integer option in [lo, hi]. Errors (usage) name the
 /// option and the range.
 result<uint64_t> parse_integer(std::string_view option, const std::string& text,
@@ -122,12 +128,25 @@ result<uint64_t> parse_integer(std::string_view option, const std::string& text,
 
 // -- sessions -----------------------------------------------------------------
 
-/// The error of --node (remote nodes are not in this build).
-sandbox::error remote_unsupported(const global_options& g);
+/// The TLS settings of the --tls-* flags.
+actors::tls_config tls_of(const global_options& g);
 
-/// Runs `body` with a session to work in: an ephemeral session whose working
-/// directory is the current directory (stopped on return), or the one
-/// named by --session on a remote node. Returns the exit status. With
+/// Checks the --node addresses (usage errors) and the --tls-* flags before
+/// anything starts: all three or none
+/// (else a usage error, exit 2), readable files whose key matches the
+/// certificate (else an error line, exit 1). Returns the exit status when
+/// they are not usable.
+std::optional<int> check_tls(const global_options& g);
+
+/// The remote nodes of --node, connected once (nodes that cannot be reached
+/// are skipped when another one answers).
+result<actors::node_pool*> remote_nodes(const global_options& g);
+
+/// Runs `body` with a session to work in: without --node, an ephemeral
+/// session whose working directory is the current directory (stopped on
+/// return); with --node, the session named by --session, or an ephemeral
+/// one on the least loaded node (working directory under the node's base
+/// directory, stopped on return). Returns the exit status. With
 /// `runs_commands`, an interrupt from the start of `body` to the end of the
 /// stop never ends the CLI early: the stop ends whatever the command left
 /// (`body` cancels the command itself).
@@ -152,5 +171,6 @@ command add_rm(CLI::App& app, global_options& g);
 command add_ls(CLI::App& app, global_options& g);
 command add_stat(CLI::App& app, global_options& g);
 command add_session(CLI::App& app, global_options& g);
+command add_serve(CLI::App& app, global_options& g);
 
 } // namespace sandbox::cli

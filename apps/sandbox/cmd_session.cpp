@@ -1,6 +1,7 @@
 // `sandbox session create|list|stop`: the session lifecycle (R18–R22).
 // Without --node the embedded node serves, so a created session is shown
-// and stopped when the CLI exits; persistent sessions need a remote node.
+// and stopped when the CLI exits; on a remote node (--node) a created
+// session persists (detached) until `session stop`.
 
 #include <fmt/format.h>
 
@@ -17,7 +18,8 @@ struct create_flags {
   std::vector<std::string> env;
 };
 
-nlohmann::ordered_json to_json(const actors::session_info& info) {
+nlohmann::ordered_json to_json(const actors::session_info& info,
+                               const std::string& node = {}) {
   auto endpoint = port_endpoint(info.port);
   nlohmann::ordered_json j{{"type", "session"}, {"id", info.id}};
   put_path(j, "working_directory", info.working_directory);
@@ -25,12 +27,15 @@ nlohmann::ordered_json to_json(const actors::session_info& info) {
   j["port"] = info.port;
   j["endpoint"] = endpoint ? *endpoint : std::string{};
   j["children"] = info.children;
+  if (!node.empty())
+    j["node"] = node;
   return j;
 }
 
-void print_info(const global_options& g, const actors::session_info& info) {
+void print_info(const global_options& g, const actors::session_info& info,
+                const std::string& node = {}) {
   if (g.json) {
-    print_json(to_json(info));
+    print_json(to_json(info, node));
     return;
   }
   auto endpoint = port_endpoint(info.port);
@@ -43,6 +48,94 @@ void print_info(const global_options& g, const actors::session_info& info) {
                       escape_control(info.working_directory),
                       escape_control(info.home_directory), info.port,
                       endpoint ? *endpoint : std::string{}));
+  if (!node.empty())
+    emit(1, fmt::format("node               {}\n", escape_control(node)));
+}
+
+/// Parses the flags of `session create` into a config.
+result<actors::session_config> to_config(const create_flags& flags,
+                                         bool remote) {
+  actors::session_config cfg;
+  // On a remote node the CLI's directory means nothing: the node makes a
+  // directory of its own unless --workdir says otherwise.
+  cfg.working_directory = flags.workdir.empty() && !remote ? "."
+                                                            : flags.workdir;
+  cfg.home_directory = flags.home;
+  cfg.detached = remote;
+  for (auto& entry : flags.env) {
+    auto kv = parse_env_entry(entry);
+    if (!kv)
+      return kv.error();
+    cfg.env[kv->first] = kv->second;
+  }
+  return cfg;
+}
+
+void print_list_entry(const global_options& g,
+                      const actors::session_info& info,
+                      const std::string& node = {}) {
+  if (g.json) {
+    print_json(to_json(info, node));
+    return;
+  }
+  emit(1, fmt::format("{}  {}  port {}  {} children{}\n",
+                      escape_control(info.id),
+                      escape_control(info.working_directory), info.port,
+                      info.children,
+                      node.empty() ? std::string{}
+                                   : "  node " + escape_control(node)));
+}
+
+void print_receipt(const global_options& g, const std::string& id,
+                   const stop_receipt& receipt) {
+  if (g.json) {
+    nlohmann::ordered_json j{{"type", "stopped"}};
+    put_path(j, "id", id);
+    j["ended"] = receipt.ended;
+    j["killed"] = receipt.killed;
+    j["survivors"] = receipt.survivors;
+    print_json(j);
+  } else
+    emit(1, fmt::format("stopped {}: {} ended, {} killed, {} survivors\n",
+                        escape_control(id), receipt.ended, receipt.killed,
+                        receipt.survivors));
+}
+
+/// `session create|list|stop` on the remote nodes of --node.
+int run_remote(const global_options& g, const create_flags& flags,
+               CLI::App* create, CLI::App* list, const std::string& stop_id) {
+  if (create->parsed()) {
+    auto cfg = to_config(flags, true);
+    if (!cfg)
+      return usage_error(g, cfg.error().message);
+    auto pool = remote_nodes(g);
+    if (!pool)
+      return report(g, pool.error());
+    auto created = (*pool)->create(std::move(*cfg));
+    if (!created)
+      return report(g, created.error());
+    auto info = created->first.info();
+    if (!info)
+      return report(g, info.error());
+    print_info(g, *info, created->second->address());
+    return exit_ok;
+  }
+  auto pool = remote_nodes(g);
+  if (!pool)
+    return report(g, pool.error());
+  if (list->parsed()) {
+    auto sessions = (*pool)->list();
+    if (!sessions)
+      return report(g, sessions.error());
+    for (auto& s : *sessions)
+      print_list_entry(g, s.info, s.address);
+    return exit_ok;
+  }
+  auto receipt = (*pool)->stop_session(stop_id);
+  if (!receipt)
+    return report(g, receipt.error());
+  print_receipt(g, stop_id, *receipt);
+  return exit_ok;
 }
 
 } // namespace
@@ -55,7 +148,9 @@ command add_session(CLI::App& app, global_options& g) {
   auto create = cmd.sub->add_subcommand(
     "create", "create a session and print its id, directories and port");
   create->add_option("--workdir", flags->workdir,
-                     "working directory (default: the current directory)");
+                     "working directory (default: the current directory; "
+                     "on a remote node, a new directory under the node's "
+                     "base directory)");
   create->add_option("--home", flags->home,
                      "home directory (default: the node's, see "
                      "docs/cli.md)");
@@ -73,20 +168,14 @@ command add_session(CLI::App& app, global_options& g) {
   auto stop_id = std::make_shared<std::string>();
   stop->add_option("id", *stop_id, "session id")->required();
   cmd.run = [&g, flags, create, list, stop, stop_id] {
-    if (!g.node.empty())
-      return report(g, remote_unsupported(g));
+    if (!g.nodes.empty())
+      return run_remote(g, *flags, create, list, *stop_id);
     auto& node = embedded();
     if (create->parsed()) {
-      actors::session_config cfg;
-      cfg.working_directory = flags->workdir.empty() ? "." : flags->workdir;
-      cfg.home_directory = flags->home;
-      for (auto& entry : flags->env) {
-        auto kv = parse_env_entry(entry);
-        if (!kv)
-          return usage_error(g, kv.error().message);
-        cfg.env[kv->first] = kv->second;
-      }
-      auto s = actors::blocking_session::create(node, cfg);
+      auto cfg = to_config(*flags, false);
+      if (!cfg)
+        return usage_error(g, cfg.error().message);
+      auto s = actors::blocking_session::create(node, std::move(*cfg));
       if (!s)
         return report(g, s.error());
       auto info = s->info();
@@ -101,33 +190,15 @@ command add_session(CLI::App& app, global_options& g) {
       auto sessions = node.list();
       if (!sessions)
         return report(g, sessions.error());
-      for (auto& info : *sessions) {
-        if (g.json)
-          print_json(to_json(info));
-        else
-          emit(1, fmt::format("{}  {}  port {}  {} children\n",
-                              escape_control(info.id),
-                              escape_control(info.working_directory), info.port,
-                              info.children));
-      }
+      for (auto& info : *sessions)
+        print_list_entry(g, info);
       return exit_ok;
     }
     if (stop->parsed()) {
       auto receipt = node.stop_session(*stop_id);
       if (!receipt)
         return report(g, receipt.error());
-      if (g.json) {
-        nlohmann::ordered_json j{{"type", "stopped"}};
-        put_path(j, "id", *stop_id);
-        j["ended"] = receipt->ended;
-        j["killed"] = receipt->killed;
-        j["survivors"] = receipt->survivors;
-        print_json(j);
-      } else
-        emit(1, fmt::format("stopped {}: {} ended, {} killed, {} "
-                            "survivors\n",
-                            escape_control(*stop_id), receipt->ended,
-                            receipt->killed, receipt->survivors));
+      print_receipt(g, *stop_id, *receipt);
       return exit_ok;
     }
     return exit_usage;

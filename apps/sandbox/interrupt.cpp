@@ -53,6 +53,10 @@ int interrupted_by() {
   return first_signal.load();
 }
 
+void forget_interrupt() {
+  first_signal.store(0);
+}
+
 interrupt_guard::interrupt_guard(std::function<void()> on_interrupt) {
   std::lock_guard<std::mutex> guard{mtx};
   previous_ = std::exchange(handler, std::move(on_interrupt));

@@ -14,6 +14,10 @@ void install_interrupt_handling();
 /// exits with 128 + this number.
 int interrupted_by();
 
+/// Forgets the interrupt received, for a command whose normal end is an
+/// interrupt (`serve` exits 0 once SIGTERM or SIGINT stopped it).
+void forget_interrupt();
+
 /// While alive, an interrupt calls `on_interrupt` (e.g. cancel the running
 /// command, which then ends with its result) instead of exiting. The call
 /// happens under a lock the destructor also takes: once the guard is gone,

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
@@ -170,7 +171,10 @@ int main(int argc, char** argv) {
   // Global options are accepted before or after the subcommand.
   app.fallthrough();
   app.set_version_flag("--version", "sandbox " SANDBOX_VERSION);
-  app.add_option("--node", g.node, "HOST:PORT of a remote node");
+  app.add_option("--node", g.nodes,
+                 "HOST:PORT of a remote node; repeat it for several (new "
+                 "sessions go to the least loaded)")
+    ->allow_extra_args(false);
   app.add_flag("--json", g.json, "print one JSON object per line (errors too)");
   app.add_option("--log-level", g.log_level,
                  "trace, debug, info, warn (default), error or off");
@@ -187,6 +191,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_ls(app, g));
   commands.push_back(add_stat(app, g));
   commands.push_back(add_session(app, g));
+  commands.push_back(add_serve(app, g));
   std::vector<std::string> args{argv + std::min(argc, 1), argv + argc};
   auto end = options_end(args);
   bool json = std::find(args.begin(), args.begin() + static_cast<long>(end),
@@ -246,10 +251,15 @@ int main(int argc, char** argv) {
                                           "got {}",
                                           g.log_level));
     } else {
+      // Logs go to stderr: stdout carries command output alone.
+      spdlog::set_default_logger(spdlog::stderr_color_mt("sandbox"));
       spdlog::set_level(spdlog::level::from_str(g.log_level));
-      for (auto& cmd : commands)
-        if (cmd.sub->parsed())
-          status = cmd.run();
+      if (auto bad = check_tls(g))
+        status = *bad;
+      else
+        for (auto& cmd : commands)
+          if (cmd.sub->parsed())
+            status = cmd.run();
     }
   }
   // An interrupt ended the command: 128 + its number; a failed write to

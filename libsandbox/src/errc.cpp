@@ -23,6 +23,7 @@ constexpr std::string_view names[] = {
   "port_unavailable",
   "unsupported",
   "io_error",
+  "node_unreachable",
 };
 
 } // namespace

@@ -87,7 +87,10 @@ CAF_TEST(R22 stop receipts survive serialization) {
 
 CAF_TEST(session configs and infos survive serialization) {
   actors::session_config c{"/w", "/h", {{"K", "V"}}};
+  c.detached = true;
   auto dc = round_trip(c);
+  CAF_CHECK(dc.detached);
+  CAF_CHECK(!dc.owner);
   CAF_CHECK_EQUAL(dc.working_directory, "/w");
   CAF_CHECK_EQUAL(dc.home_directory, "/h");
   CAF_CHECK(dc.env == c.env);

@@ -2,6 +2,14 @@
 
 // End-to-end tests of the `sandbox` CLI: run the real binary through
 // /bin/sh and look at its output and exit status.
+//
+// Every suite runs twice (two ctest entries): against the embedded node,
+// and with SANDBOX_TEST_REMOTE set against a `sandbox serve` node on a free
+// loopback port, which the suite starts once. In that mode `cli_path()` is
+// tests/helpers/remote_cli.cpp: it adds `--node` and runs each command in a
+// session whose working directory is the CLI's current directory (created
+// with `session create`, named with `--session`, stopped afterwards), so
+// the same assertions hold for both.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -24,9 +32,38 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
 
 namespace sandbox::test {
+
+/// Whether the suites run against a remote node (SANDBOX_TEST_REMOTE).
+inline bool remote_mode() {
+  const char* v = std::getenv("SANDBOX_TEST_REMOTE");
+  return v != nullptr && *v != '\0';
+}
+
+/// The node of the suite in remote mode (started on first use), else null.
+inline serve_process* suite_node() {
+  if (!remote_mode())
+    return nullptr;
+  static serve_process node;
+  return &node;
+}
+
+/// The CLI the tests run: the real binary, or in remote mode the stand-in
+/// that sends each command to the suite's node (see above).
+inline const std::string& cli_path() {
+  static const std::string path = [] {
+    auto* node = suite_node();
+    if (node == nullptr)
+      return std::string{SANDBOX_CLI};
+    ::setenv("SANDBOX_TEST_NODE", node->address.c_str(), 1);
+    ::setenv("SANDBOX_TEST_REAL_CLI", SANDBOX_CLI, 1);
+    return std::string{SANDBOX_TEST_REMOTE_CLI};
+  }();
+  return path;
+}
 
 struct cli_result {
   int status = -1;
@@ -53,7 +90,7 @@ inline cli_result run_shell(const std::string& cmd) {
 /// stderr when `merge_stderr`).
 inline cli_result sandbox_cli(const std::string& args,
                               bool merge_stderr = false) {
-  std::string cmd = std::string{SANDBOX_CLI} + " " + args;
+  std::string cmd = cli_path() + " " + args;
   if (merge_stderr)
     cmd += " 2>&1";
   return run_shell(cmd);
@@ -99,7 +136,7 @@ inline spawn_result spawn_cli(const std::vector<std::string>& args,
   auto out_path = io.at("out");
   auto err_path = io.at("err");
   std::vector<std::string> argv_s{"timeout", "-s", "KILL",
-                                  std::to_string(o.limit_seconds), SANDBOX_CLI};
+                                  std::to_string(o.limit_seconds), cli_path()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s)

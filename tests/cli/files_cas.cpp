@@ -100,7 +100,7 @@ struct cas_fixture {
       CAF_FAIL("pipe failed");
     auto out = out_of(i);
     auto tmpdir = root + "/tmp";
-    std::vector<std::string> argv_s{SANDBOX_CLI};
+    std::vector<std::string> argv_s{sandbox::test::cli_path()};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s)
@@ -248,7 +248,7 @@ CAF_TEST(a write killed with SIGKILL leaves the old file and no temporary) {
   CAF_CHECK_EQUAL(slurp(target), "old");
   // The next write works and leaves nothing either.
   auto again = sandbox::test::run_shell("cd '" + wd + "' && echo new | TMPDIR='"
-                                        + root + "/tmp' " + SANDBOX_CLI
+                                        + root + "/tmp' " + sandbox::test::cli_path()
                                         + " write target");
   CAF_CHECK_EQUAL(again.status, 0);
   CAF_CHECK_EQUAL(slurp(target), "new\n");

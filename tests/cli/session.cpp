@@ -23,17 +23,53 @@ CAF_TEST(R18 session create prints id directories and endpoint) {
   CAF_CHECK(port > 0);
   CAF_CHECK_EQUAL(j["endpoint"], "http://127.0.0.1:" + std::to_string(port));
   CAF_CHECK_EQUAL(j["children"], 0);
+  // On a remote node the session persists until it is stopped.
+  if (sandbox::test::remote_mode())
+    CAF_CHECK_EQUAL(sandbox_cli("session stop " + j["id"].get<std::string>())
+                      .status,
+                    0);
+}
+
+CAF_TEST(session create on a remote node persists until session stop) {
+  // Embedded, the session ends with the CLI: nothing to list afterwards.
+  sandbox::test::temp_dir dir;
+  auto r = sandbox_cli("--json session create --workdir '" + dir.path + "'");
+  CAF_REQUIRE_EQUAL(r.status, 0);
+  auto id = json_lines(r.out).at(0)["id"].get<std::string>();
+  auto listed = sandbox_cli("--json session list");
+  CAF_CHECK_EQUAL(listed.status, 0);
+  auto lines = json_lines(listed.out);
+  if (!sandbox::test::remote_mode()) {
+    CAF_CHECK_EQUAL(lines.size(), 0u);
+    return;
+  }
+  CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  CAF_CHECK_EQUAL(lines[0]["id"], id);
+  CAF_CHECK_EQUAL(lines[0]["node"], sandbox::test::suite_node()->address);
+  auto stopped = sandbox_cli("session stop " + id);
+  CAF_CHECK_EQUAL(stopped.status, 0);
+  CAF_CHECK(stopped.out.find("stopped " + id) == 0);
+  CAF_CHECK_EQUAL(sandbox_cli("session stop " + id).status, 1);
 }
 
 CAF_TEST(D1 session create defaults to the current directory) {
   sandbox::test::temp_dir dir;
-  auto r = sandbox::test::run_shell("cd '" + dir.path + "' && " + SANDBOX_CLI
+  auto r = sandbox::test::run_shell("cd '" + dir.path + "' && " + sandbox::test::cli_path()
                                     + " --json session create");
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
   char buf[4096];
   std::string real = ::realpath(dir.path.c_str(), buf);
-  CAF_CHECK_EQUAL(lines[0]["working_directory"], real);
+  if (auto* node = sandbox::test::suite_node()) {
+    // The CLI's directory means nothing on a remote machine: the session
+    // gets a directory of its own under the node's base directory.
+    auto id = lines[0]["id"].get<std::string>();
+    CAF_CHECK_EQUAL(lines[0]["working_directory"],
+                    node->dir.at("sessions") + "/" + id);
+    CAF_CHECK_EQUAL(sandbox_cli("session stop " + id).status, 0);
+  } else {
+    CAF_CHECK_EQUAL(lines[0]["working_directory"], real);
+  }
   auto help = sandbox_cli("session create --help");
   CAF_CHECK(help.out.find("default: the current directory")
             != std::string::npos);

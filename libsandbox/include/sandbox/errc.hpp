@@ -37,6 +37,9 @@ enum class errc : uint8_t {
   unsupported,
   /// Any other operating-system failure; the message names the syscall.
   io_error,
+  /// A remote node or the connection to it is gone; the message names the
+  /// node.
+  node_unreachable,
 };
 
 /// Returns the snake_case name of `x`, e.g. "path_not_found".

@@ -14,21 +14,18 @@
 
 namespace sandbox::actors {
 
-/// An in-process node for plain C++ code: an actor system with sandbox's
-/// types registered, the runtime (reactor, subreaper) its sessions share and
-/// the node actor (the provider). Destruction stops every session.
-class embedded_node {
+/// What plain C++ code needs of a node, in-process (`embedded_node`) or
+/// remote (`remote_node`): its actor system and node actor, and the node's
+/// session lifecycle. `blocking_session::create` takes either.
+class basic_node {
 public:
-  explicit embedded_node(runtime_config cfg = {}, node_config ncfg = {});
-  ~embedded_node();
+  virtual ~basic_node();
 
-  caf::actor_system& system() noexcept;
-  const runtime_ptr& rt() const noexcept {
-    return rt_;
-  }
-  const node_actor& node() const noexcept {
-    return node_;
-  }
+  /// The actor system the node actor is reached through.
+  virtual caf::actor_system& system() noexcept = 0;
+
+  /// The node actor (a proxy for a remote node).
+  virtual const node_actor& node() const noexcept = 0;
 
   /// Every live session with its directories, port and child count.
   result<std::vector<session_info>> list();
@@ -38,6 +35,23 @@ public:
 
   /// Stops every session; returns how many there were.
   result<uint32_t> stop_all();
+};
+
+/// An in-process node for plain C++ code: an actor system with sandbox's
+/// types registered, the runtime (reactor, subreaper) its sessions share and
+/// the node actor (the provider). Destruction stops every session.
+class embedded_node : public basic_node {
+public:
+  explicit embedded_node(runtime_config cfg = {}, node_config ncfg = {});
+  ~embedded_node() override;
+
+  caf::actor_system& system() noexcept override;
+  const runtime_ptr& rt() const noexcept {
+    return rt_;
+  }
+  const node_actor& node() const noexcept override {
+    return node_;
+  }
 
 private:
   struct impl;
@@ -82,10 +96,13 @@ private:
 class blocking_session {
 public:
   /// Creates a session on `node` (R18: directories, port lease, id).
-  static result<blocking_session> create(embedded_node& node,
+  static result<blocking_session> create(basic_node& node,
                                          session_config cfg = {});
 
-  /// Creates a session through any node actor (local or remote).
+  /// Creates a session through any node actor (local or remote). On a
+  /// remote node without `cfg.owner`, the owner is this actor system's
+  /// `client_owner`: the session stops after the node's client grace
+  /// period once this process is gone, unless `cfg.detached`.
   static result<blocking_session> create(caf::actor_system& sys,
                                          const node_actor& node,
                                          session_config cfg = {});

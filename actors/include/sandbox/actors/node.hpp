@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -30,6 +31,10 @@ struct node_config {
   uint16_t first_port = default_first_leased_port;
   uint16_t last_port = default_last_leased_port;
   first_create_hook on_first_create;
+  /// How long the sessions of a client whose owner actor went down (its
+  /// connection dropped) live on before the node stops them; detached
+  /// sessions are never stopped that way. Not negative.
+  std::chrono::milliseconds client_grace{30000};
 };
 
 /// Checks every value of `cfg`.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
@@ -65,12 +66,19 @@ struct session_config {
   /// created at the first execution (see `runtime_config::temp_directory`).
   std::string home_directory;
   env_map env;
+  /// The client that asks for the session, an actor that lives as long as
+  /// the client (see `client_owner`). When it goes down (its connection
+  /// dropped), the node stops the session after its client grace period,
+  /// unless `detached`. Invalid: nobody to watch (in-process callers).
+  caf::actor owner;
+  /// The session outlives its creator: only a `stop` ends it.
+  bool detached = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_config& x) {
   return f(caf::meta::type_name("sandbox::actors::session_config"),
-           x.working_directory, x.home_directory, x.env);
+           x.working_directory, x.home_directory, x.env, x.owner, x.detached);
 }
 
 /// What a session tells about itself.
@@ -213,6 +221,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, list_files_atom, "list_files")
   CAF_ADD_ATOM(sandbox, sandbox::actors, stat_atom, "stat")
   CAF_ADD_ATOM(sandbox, sandbox::actors, frames_atom, "frames")
+
+  // The node: the grace period of a gone client ended.
+  CAF_ADD_ATOM(sandbox, sandbox::actors, grace_atom, "grace")
 
 CAF_END_TYPE_ID_BLOCK(sandbox)
 // clang-format on
@@ -384,6 +395,8 @@ using node_actor = caf::typed_actor<
 /// The full interface of the node actor: the public one plus the outcome of
 /// an `on_first_create` hook, run off the node's thread.
 using node_actor_impl
-  = node_actor::extend<caf::reacts_to<hooked_atom, std::string, caf::error>>;
+  = node_actor::extend<caf::reacts_to<hooked_atom, std::string, caf::error>,
+                       // The grace period of the gone client `n` ended.
+                       caf::reacts_to<grace_atom, uint64_t>>;
 
 } // namespace sandbox::actors

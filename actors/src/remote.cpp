@@ -1,0 +1,223 @@
+#include "sandbox/actors/remote.hpp"
+
+#include <arpa/inet.h>
+
+#include <map>
+#include <mutex>
+
+#include <caf/actor_control_block.hpp>
+#include <caf/actor_registry.hpp>
+#include <caf/attachable.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/remote_actor.hpp>
+
+#include <fmt/format.h>
+
+#include "sandbox/validation.hpp"
+
+namespace sandbox::actors {
+
+// -- addresses ----------------------------------------------------------------
+
+std::string node_address::to_string() const {
+  if (host.find(':') != std::string::npos)
+    return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+result<node_address> parse_node_address(std::string_view text,
+                                        bool allow_port_zero) {
+  auto bad = [&](std::string_view why) {
+    return error{errc::invalid_argument,
+                 fmt::format("invalid node address {}: {} (expected "
+                             "HOST:PORT or [IPV6]:PORT)",
+                             quote_for_message(std::string{text}), why)};
+  };
+  node_address out;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos)
+      return bad("missing ]");
+    out.host = std::string{text.substr(1, close - 1)};
+    if (close + 1 >= text.size() || text[close + 1] != ':')
+      return bad("missing :PORT after ]");
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos)
+      return bad("missing :PORT");
+    out.host = std::string{text.substr(0, colon)};
+    if (out.host.find(':') != std::string::npos)
+      return bad("an IPv6 address needs brackets");
+    port = text.substr(colon + 1);
+  }
+  if (out.host.empty())
+    return bad("empty host");
+  if (out.host.find_first_of(" \t\n/") != std::string::npos)
+    return bad("the host holds a space or a slash");
+  if (port.empty() || port.size() > 5
+      || port.find_first_not_of("0123456789") != std::string_view::npos)
+    return bad("the port is not a number from 1 to 65535");
+  auto value = std::stoul(std::string{port});
+  if (value > 65535 || (value == 0 && !allow_port_zero))
+    return bad("the port is not a number from 1 to 65535");
+  out.port = static_cast<uint16_t>(value);
+  return out;
+}
+
+bool is_loopback(std::string_view host) {
+  if (host == "localhost")
+    return true;
+  std::string h{host};
+  in_addr v4{};
+  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, h.c_str(), &v6) == 1)
+    return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+// -- network layer ------------------------------------------------------------
+
+void configure_remote(caf::actor_system_config& cfg, const tls_config& tls) {
+  configure_network(cfg, tls);
+  // Both sides send a heartbeat every second and drop a connection that
+  // stayed silent for `remote_liveness`: a node that vanished without
+  // closing its sockets (a dead machine, a cut cable) still turns every
+  // pending call into `node_unreachable` within seconds.
+  cfg.set("middleman.heartbeat-interval",
+          caf::timespan{std::chrono::seconds{1}});
+  cfg.set("middleman.connection-timeout", caf::timespan{remote_liveness});
+}
+
+namespace {
+
+std::mutex labels_mtx;
+std::map<caf::node_id, std::string> labels;
+
+} // namespace
+
+std::string node_label(const caf::node_id& id) {
+  {
+    std::lock_guard<std::mutex> guard{labels_mtx};
+    if (auto i = labels.find(id); i != labels.end())
+      return i->second;
+  }
+  return caf::to_string(id);
+}
+
+caf::error unreachable_error(const caf::node_id& id) {
+  return caf::make_error(errc::node_unreachable,
+                         fmt::format("node {} is unreachable: the "
+                                     "connection is gone",
+                                     node_label(id)));
+}
+
+result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
+                              const std::string& bind, uint16_t port,
+                              bool tls) {
+  auto in = bind.empty() ? nullptr : bind.c_str();
+  auto got = tls ? caf::openssl::publish(node, port, in, true)
+                 : sys.middleman().publish(node, port, in, true);
+  if (!got)
+    return error{errc::port_unavailable,
+                 fmt::format("cannot listen on {}: {}",
+                             node_address{bind, port}.to_string(),
+                             sys.render(got.error()))};
+  return *got;
+}
+
+result<node_actor> connect_node(caf::actor_system& sys,
+                                const node_address& addr, bool tls) {
+  auto got = tls ? caf::openssl::remote_actor<node_actor>(sys, addr.host,
+                                                          addr.port)
+                 : sys.middleman().remote_actor<node_actor>(addr.host,
+                                                            addr.port);
+  if (!got) {
+    auto& err = got.error();
+    std::string why;
+    if (err == caf::sec::cannot_connect_to_node)
+      why = "cannot connect (nothing listens there, or it refused)";
+    else if (err == caf::sec::unexpected_actor_messaging_interface)
+      why = "it is not a sandbox node of this version";
+    else
+      why = sys.render(err);
+    return error{errc::node_unreachable,
+                 fmt::format("node {} is unreachable: {}", addr.to_string(),
+                             why)};
+  }
+  std::lock_guard<std::mutex> guard{labels_mtx};
+  labels[got->node()] = addr.to_string();
+  return std::move(*got);
+}
+
+// -- clients ------------------------------------------------------------------
+
+caf::actor client_owner(caf::actor_system& sys) {
+  static std::mutex mtx;
+  static const auto key = caf::atom("sbx_owner");
+  std::lock_guard<std::mutex> guard{mtx};
+  if (auto found = sys.registry().get(key))
+    return caf::actor_cast<caf::actor>(found);
+  // Hidden: the actor system does not wait for it at shutdown; it ends
+  // with the system, and so does the node's view of this client.
+  auto owner = sys.spawn<caf::hidden>([] {
+    return caf::behavior{[](ok_atom) {}};
+  });
+  sys.registry().put(key, caf::actor_cast<caf::strong_actor_ptr>(owner));
+  return owner;
+}
+
+namespace {
+
+/// Answers an awaited request with `node_unreachable` once the (remote)
+/// actor it is attached to goes down.
+class down_answer : public caf::attachable {
+public:
+  down_answer(caf::strong_actor_ptr observer, caf::message_id response_id,
+              caf::node_id node)
+    : observer_(std::move(observer)), response_id_(response_id),
+      node_(std::move(node)) {
+  }
+
+  void actor_exited(const caf::error&, caf::execution_unit* host) override {
+    observer_->enqueue(nullptr, response_id_,
+                       caf::make_message(unreachable_error(node_)), host);
+  }
+
+  bool matches(const token& what) override {
+    return what.subtype == token::anonymous && what.ptr == this;
+  }
+
+private:
+  caf::strong_actor_ptr observer_;
+  caf::message_id response_id_;
+  caf::node_id node_;
+};
+
+} // namespace
+
+response_guard::response_guard(caf::blocking_actor* self,
+                               const caf::strong_actor_ptr& dest,
+                               caf::message_id response_id) {
+  if (!dest || dest->node() == self->node())
+    return;
+  dest_ = dest;
+  auto answer = std::make_unique<down_answer>(self->ctrl(), response_id,
+                                              dest->node());
+  token_ = answer.get();
+  dest_->get()->attach(std::move(answer));
+}
+
+response_guard::~response_guard() {
+  if (dest_)
+    dest_->get()->detach(
+      caf::attachable::token{caf::attachable::token::anonymous, token_});
+}
+
+} // namespace sandbox::actors

@@ -1,0 +1,171 @@
+// `sandbox serve`: runs a node and publishes its node actor over CAF's
+// network layer (caf::io, or caf::openssl with mutual TLS), so that
+// `--node HOST:PORT` and `remote_node` reach it (docs/distributed.md).
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli.hpp"
+#include "interrupt.hpp"
+#include "sandbox/actors/node.hpp"
+#include "sandbox/actors/registration.hpp"
+#include "sandbox/actors/remote.hpp"
+
+namespace sandbox::cli {
+
+namespace {
+
+/// The port `serve` listens on without --port.
+constexpr uint16_t default_serve_port = 4800;
+
+struct serve_flags {
+  std::string bind = "127.0.0.1";
+  std::string port = std::to_string(default_serve_port);
+  std::string base_dir;
+  std::string client_grace = "30";
+};
+
+/// Waits until SIGTERM, SIGINT or SIGHUP arrives.
+void wait_for_interrupt() {
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool interrupted = false;
+  interrupt_guard guard{[&] {
+    std::lock_guard<std::mutex> lock{mtx};
+    interrupted = true;
+    cv.notify_all();
+  }};
+  std::unique_lock<std::mutex> lock{mtx};
+  // A signal that came before the guard is already recorded.
+  cv.wait(lock, [&] { return interrupted || interrupted_by() != 0; });
+}
+
+/// `<tmp>/sandbox-<uid>/sessions`: where sessions without a working
+/// directory of their own live by default.
+std::string default_base_directory(const actors::runtime& rt) {
+  return fmt::format("{}/sandbox-{}/sessions", rt.config().temp_directory,
+                     ::geteuid());
+}
+
+int serve(const global_options& g, const serve_flags& f) {
+  auto port = parse_integer("--port", f.port, 0, 65535);
+  if (!port)
+    return usage_error(g, port.error().message);
+  auto grace = parse_seconds("--client-grace", f.client_grace);
+  if (!grace)
+    return usage_error(g, grace.error().message);
+  if (f.bind.empty())
+    return usage_error(g, "serve: --bind expects an address, got \"\"");
+  auto tls = tls_of(g);
+  if (!actors::is_loopback(f.bind) && !tls.enabled())
+    return usage_error(g, fmt::format("serve: --bind {} is not a loopback "
+                                      "address: a node reachable from other "
+                                      "machines requires mutual TLS "
+                                      "(--tls-cert, --tls-key and --tls-ca)",
+                                      f.bind));
+  actors::runtime_config rcfg;
+  // The serving process is only a node: every orphan re-parented to it is
+  // one of its sessions' descendants.
+  rcfg.reap_all_orphans = true;
+  auto rt = std::make_shared<actors::runtime>(rcfg);
+  actors::node_config ncfg;
+  ncfg.base_directory
+    = f.base_dir.empty() ? default_base_directory(*rt) : f.base_dir;
+  ncfg.client_grace = *grace;
+  std::error_code ec;
+  if (f.base_dir.empty()) {
+    // The parent is the private directory of the default homes: made
+    // private (0700) here when it is not there yet.
+    auto parent = std::filesystem::path{ncfg.base_directory}.parent_path();
+    if (::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
+      ec = std::error_code{errno, std::generic_category()};
+  }
+  if (!ec)
+    std::filesystem::create_directories(ncfg.base_directory, ec);
+  if (ec)
+    return report(g, {errc::io_error,
+                      fmt::format("serve: cannot create the base directory "
+                                  "{}: {}",
+                                  ncfg.base_directory, ec.message())});
+  if (auto ok = actors::validate(ncfg); !ok)
+    return report(g, ok.error());
+  // Never destroyed: the process ends with std::_Exit once every session
+  // is stopped, without waiting for the network layer to wind down.
+  auto* cfg = new actors::system_config;
+  actors::configure_remote(*cfg, tls);
+  auto* sys = new caf::actor_system{*cfg};
+  auto node = actors::spawn_node(*sys, rt, ncfg);
+  auto bound = actors::publish_node(*sys, node, f.bind,
+                                    static_cast<uint16_t>(*port),
+                                    tls.enabled());
+  if (!bound)
+    return report(g, bound.error());
+  auto address = actors::node_address{f.bind, *bound}.to_string();
+  if (g.json)
+    print_json({{"type", "listening"},
+                {"address", f.bind},
+                {"port", *bound},
+                {"tls", tls.enabled()}});
+  else
+    emit(1, fmt::format("listening on {}\n", address));
+  spdlog::info("node listening on {}{} (base directory {}, client grace "
+               "{} ms)",
+               address, tls.enabled() ? " with mutual TLS" : "",
+               ncfg.base_directory, ncfg.client_grace.count());
+  wait_for_interrupt();
+  spdlog::info("signal {}: stopping every session", interrupted_by());
+  caf::scoped_actor self{*sys};
+  self->request(node, caf::infinite, actors::stop_atom_v)
+    .receive(
+      [](uint32_t n) { spdlog::info("stopped {} session(s); exiting", n); },
+      [](caf::error& err) {
+        spdlog::error("stopping the sessions failed: {}",
+                      actors::error_message(err));
+      });
+  forget_interrupt();
+  return exit_ok;
+}
+
+} // namespace
+
+command add_serve(CLI::App& app, global_options& g) {
+  auto flags = std::make_shared<serve_flags>();
+  command cmd;
+  cmd.sub = app.add_subcommand(
+    "serve", "run a node that clients reach with --node HOST:PORT; prints "
+             "`listening on ADDR:PORT` once ready; SIGTERM or SIGINT stops "
+             "every session and exits 0");
+  cmd.sub->add_option("--bind", flags->bind,
+                      "address to listen on (default 127.0.0.1); anything "
+                      "but loopback requires --tls-cert, --tls-key and "
+                      "--tls-ca");
+  cmd.sub->add_option("--port", flags->port,
+                      fmt::format("TCP port (default {}; 0 picks a free "
+                                  "one)",
+                                  default_serve_port));
+  cmd.sub->add_option("--base-dir", flags->base_dir,
+                      "where sessions without --workdir get their "
+                      "directory (default $TMPDIR/sandbox-UID/sessions)");
+  cmd.sub->add_option("--client-grace", flags->client_grace,
+                      "seconds the sessions of a disconnected client live "
+                      "on before they are stopped (default 30; detached "
+                      "sessions stay)");
+  cmd.sub->footer(global_options_footer);
+  cmd.run = [&g, flags] { return serve(g, *flags); };
+  return cmd;
+}
+
+} // namespace sandbox::cli

@@ -1,0 +1,325 @@
+#define CAF_SUITE actors.remote
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+// The whole protocol over a real loopback connection: a node published by
+// one actor system, reached by another one (its own middleman) through
+// `remote_node`, exactly as a client in another process would.
+
+#include <atomic>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "fixture.hpp"
+#include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/actors/registration.hpp"
+#include "sandbox/actors/remote.hpp"
+
+using namespace sandbox;
+using namespace sandbox::actors;
+
+namespace {
+
+/// A node published on a free loopback port by an actor system of its own.
+struct served_node {
+  test::temp_dir dir;
+  system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  runtime_ptr rt;
+  node_actor node;
+  uint16_t port = 0;
+
+  explicit served_node(node_config ncfg = {}) {
+    configure_remote(cfg, {});
+    sys = std::make_unique<caf::actor_system>(cfg);
+    rt = std::make_shared<runtime>(test::node_fixture::config());
+    ncfg.base_directory = dir.path + "/sessions";
+    node = spawn_node(*sys, rt, std::move(ncfg));
+    auto p = publish_node(*sys, node, "127.0.0.1", 0, false);
+    if (!p)
+      throw std::runtime_error(p.error().message);
+    port = *p;
+  }
+
+  ~served_node() {
+    caf::scoped_actor self{*sys};
+    self->request(node, caf::infinite, stop_atom_v)
+      .receive([](uint32_t) {}, [](caf::error&) {});
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    node = nullptr;
+  }
+
+  std::string address() const {
+    return "127.0.0.1:" + std::to_string(port);
+  }
+};
+
+struct remote_fixture {
+  served_node server;
+  std::unique_ptr<remote_node> client;
+
+  remote_fixture() {
+    auto c = remote_node::connect(server.address());
+    if (!c)
+      throw std::runtime_error(c.error().message);
+    client = std::move(*c);
+  }
+
+  blocking_session session() {
+    session_config cfg;
+    cfg.home_directory = server.dir.path + "/home";
+    auto s = blocking_session::create(*client, cfg);
+    if (!s)
+      throw std::runtime_error(s.error().message);
+    return std::move(*s);
+  }
+};
+
+} // namespace
+
+CAF_TEST(node addresses parse with ports and IPv6 brackets) {
+  auto a = parse_node_address("127.0.0.1:4800");
+  SANDBOX_REQUIRE_OK(a);
+  CAF_CHECK_EQUAL(a->host, "127.0.0.1");
+  CAF_CHECK_EQUAL(a->port, 4800);
+  auto b = parse_node_address("[::1]:9");
+  SANDBOX_REQUIRE_OK(b);
+  CAF_CHECK_EQUAL(b->host, "::1");
+  CAF_CHECK_EQUAL(b->to_string(), "[::1]:9");
+  CAF_CHECK(parse_node_address("host.example:65535"));
+  for (auto bad : {"", "host", "host:", ":80", "host:0", "host:65536",
+                   "host:8x", "::1:80", "[::1]80", "[::1", "a b:1"}) {
+    auto r = parse_node_address(bad);
+    CAF_CHECK(!r);
+    if (!r) {
+      CAF_CHECK_EQUAL(r.error().code, errc::invalid_argument);
+      CAF_CHECK(r.error().message.find(std::string{"\""} + bad + "\"")
+                != std::string::npos);
+    }
+  }
+  CAF_CHECK(parse_node_address("0.0.0.0:0", true));
+  CAF_CHECK(is_loopback("127.0.0.1"));
+  CAF_CHECK(is_loopback("::1"));
+  CAF_CHECK(is_loopback("localhost"));
+  CAF_CHECK(!is_loopback("0.0.0.0"));
+  CAF_CHECK(!is_loopback("192.168.1.4"));
+}
+
+CAF_TEST(a node that does not listen is node unreachable naming it) {
+  served_node probe;
+  auto port = probe.port;
+  {
+    caf::scoped_actor self{*probe.sys};
+    CAF_REQUIRE(probe.sys->middleman().unpublish(probe.node, port));
+  }
+  auto address = "127.0.0.1:" + std::to_string(port);
+  auto c = remote_node::connect(address);
+  CAF_REQUIRE(!c);
+  CAF_CHECK_EQUAL(c.error().code, errc::node_unreachable);
+  CAF_CHECK(c.error().message.find(address) != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE(remote_tests, remote_fixture)
+
+CAF_TEST(chunks reach a remote sink in order then one result) {
+  auto s = session();
+  std::string seen;
+  size_t chunks = 0;
+  // 4 MiB in many chunks: every chunk is acked over the wire.
+  auto r = s.execute_streaming("head -c 4194304 /dev/zero | tr '\\0' x; "
+                               "echo; echo err >&2",
+                               {}, [&](const output_chunk& c) {
+                                 ++chunks;
+                                 if (c.stream == stream_kind::out)
+                                   seen += c.data;
+                               });
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(seen.size(), 4194305u);
+  CAF_CHECK_EQUAL(seen, std::string(4194304, 'x') + "\n");
+  CAF_CHECK(chunks > 2);
+  CAF_CHECK_EQUAL(r->stderr_data, "err\n");
+}
+
+CAF_TEST(a slow remote reader slows the child) {
+  auto s = session();
+  // The child writes 64 MiB; the reader takes its time with the first
+  // chunks. With credit-based acks the child blocks on its pipe: the node
+  // holds at most a few chunks, so its resident memory does not grow with
+  // the output.
+  size_t chunks = 0;
+  uint64_t bytes = 0;
+  auto r = s.execute_streaming("head -c 67108864 /dev/zero", {},
+                               [&](const output_chunk& c) {
+                                 if (++chunks <= 3)
+                                   std::this_thread::sleep_for(
+                                     std::chrono::milliseconds{50});
+                                 bytes += c.data.size();
+                               });
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(bytes, 67108864u);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+}
+
+CAF_TEST(errors cross with their codes and messages) {
+  auto s = session();
+  exec_options opts;
+  opts.env["1BAD"] = "x";
+  auto r = s.execute("true", opts);
+  CAF_REQUIRE(!r);
+  CAF_CHECK_EQUAL(r.error().code, errc::invalid_argument);
+  CAF_CHECK(r.error().message.find("1BAD") != std::string::npos);
+  auto files = files_of(s);
+  SANDBOX_REQUIRE_OK(files);
+  auto missing = files->read_file("missing.txt");
+  CAF_REQUIRE(!missing);
+  CAF_CHECK_EQUAL(missing.error().code, errc::path_not_found);
+  CAF_CHECK(missing.error().message.find("missing.txt") != std::string::npos);
+  auto stopped = client->stop_session("00000000-0000-4000-8000-000000000000");
+  CAF_REQUIRE(!stopped);
+  CAF_CHECK_EQUAL(stopped.error().code, errc::session_not_found);
+}
+
+CAF_TEST(files list frames read streams and streamed writes cross) {
+  auto s = session();
+  auto files = files_of(s);
+  SANDBOX_REQUIRE_OK(files);
+  std::string big(3 * 1024 * 1024 + 7, 'a');
+  for (size_t i = 0; i < big.size(); i += 4096)
+    big[i] = static_cast<char>(i / 4096 % 256);
+  auto w = files->open_write("d/big.bin");
+  SANDBOX_REQUIRE_OK(w);
+  for (size_t i = 0; i < big.size(); i += 1000000)
+    SANDBOX_REQUIRE_OK(w->write(big.substr(i, 1000000)));
+  SANDBOX_REQUIRE_OK(w->commit());
+  std::string back;
+  auto total = files->read_stream(
+    "d/big.bin",
+    [&](const std::string& chunk) {
+      back += chunk;
+      return true;
+    },
+    65536);
+  SANDBOX_REQUIRE_OK(total);
+  CAF_CHECK_EQUAL(*total, big.size());
+  CAF_CHECK(back == big);
+  for (int i = 0; i < 300; ++i)
+    SANDBOX_REQUIRE_OK(files->write_file("d/f" + std::to_string(1000 + i),
+                                         "x"));
+  size_t frames = 0;
+  auto done = files->list("d", 1, [&](const fs::frame&) {
+    ++frames;
+    return true;
+  });
+  CAF_CHECK(!done.error);
+  CAF_CHECK_EQUAL(done.count, 301u);
+  CAF_CHECK_EQUAL(frames, 301u);
+  // A listing that fails still ends with its one done frame, error inside.
+  auto bad = files->list("nope", 1, {});
+  CAF_REQUIRE(bad.error);
+  CAF_CHECK_EQUAL(bad.error->code, errc::path_not_found);
+  auto st = files->stat("d/big.bin");
+  SANDBOX_REQUIRE_OK(st);
+  CAF_CHECK_EQUAL(st->size, big.size());
+  auto conflict = files->write_file("d/big.bin", "y", std::string{"stale"});
+  CAF_REQUIRE(!conflict);
+  CAF_CHECK_EQUAL(conflict.error().code, errc::conflict);
+}
+
+CAF_TEST(spawn handles cancel and stop receipts cross) {
+  auto s = session();
+  auto p = s.spawn("cat");
+  SANDBOX_REQUIRE_OK(p);
+  CAF_CHECK(p->pid() > 0);
+  SANDBOX_REQUIRE_OK(p->write_stdin("hello\n"));
+  SANDBOX_REQUIRE_OK(p->close_stdin());
+  auto done = p->wait();
+  SANDBOX_REQUIRE_OK(done);
+  CAF_CHECK_EQUAL(done->stdout_data, "hello\n");
+  auto q = s.spawn("sleep 30");
+  SANDBOX_REQUIRE_OK(q);
+  SANDBOX_REQUIRE_OK(q->kill(SIGKILL));
+  auto killed = q->wait();
+  SANDBOX_REQUIRE_OK(killed);
+  CAF_CHECK_EQUAL(killed->exit_code, 128 + SIGKILL);
+  // Cancel from another thread while the call waits.
+  std::atomic<bool> started{false};
+  std::thread canceller{[&] {
+    while (!started)
+      std::this_thread::yield();
+    auto c = s.cancel("k");
+    CAF_CHECK(c && *c);
+  }};
+  exec_options opts;
+  opts.cancel_key = "k";
+  auto r = s.execute_streaming("echo go; sleep 30", opts,
+                               [&](const output_chunk&) { started = true; });
+  canceller.join();
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->reason, exit_reason::cancelled);
+  auto bg = s.spawn("sleep 30");
+  SANDBOX_REQUIRE_OK(bg);
+  auto list = client->list();
+  SANDBOX_REQUIRE_OK(list);
+  CAF_REQUIRE_EQUAL(list->size(), 1u);
+  CAF_CHECK_EQUAL(list->front().children, 1u);
+  auto receipt = s.stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->ended, 1u);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+  auto after = s.execute("true");
+  CAF_REQUIRE(!after);
+  CAF_CHECK_EQUAL(after.error().code, errc::session_stopped);
+}
+
+CAF_TEST(code runs with its source streamed over the wire) {
+  auto s = session();
+  auto r = s.execute_code_streaming(
+    "sh", {},
+    [](blocking_process p) {
+      (void) p.write_stdin("echo from-stdin\n");
+      (void) p.close_stdin();
+    },
+    {});
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data, "from-stdin\n");
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+CAF_TEST(a short client grace stops only the attached sessions) {
+  node_config ncfg;
+  ncfg.client_grace = std::chrono::milliseconds{200};
+  served_node server{ncfg};
+  auto watcher = remote_node::connect(server.address());
+  SANDBOX_REQUIRE_OK(watcher);
+  std::string kept_id;
+  {
+    auto other = remote_node::connect(server.address());
+    SANDBOX_REQUIRE_OK(other);
+    session_config keep;
+    keep.detached = true;
+    auto kept = blocking_session::create(**other, keep);
+    SANDBOX_REQUIRE_OK(kept);
+    auto gone = blocking_session::create(**other, session_config{});
+    SANDBOX_REQUIRE_OK(gone);
+    kept_id = kept->info()->id;
+  }
+  // The other client's actor system is gone. Wait for the event: the node
+  // lists only the detached session once the grace ran out.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  size_t left = 0;
+  do {
+    auto sessions = (*watcher)->list();
+    SANDBOX_REQUIRE_OK(sessions);
+    left = sessions->size();
+    if (left == 1) {
+      CAF_CHECK_EQUAL(sessions->front().id, kept_id);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  } while (std::chrono::steady_clock::now() < deadline);
+  CAF_CHECK_EQUAL(left, 1u);
+}
