@@ -527,41 +527,34 @@ void configure_network(caf::actor_system_config& sys_cfg,
   install_handshake_observer();
 }
 
-std::string describe_connect_error(const std::string& host, uint16_t port,
-                                   const tls_config& cfg,
-                                   const caf::error& err) {
-  auto node = "node " + host + ":" + std::to_string(port) + ": ";
+std::string describe_handshake_failure(const std::string& host,
+                                      uint16_t port, bool tls,
+                                      const caf::error& err) {
   // A handshake that fails at once (the node's first bytes are not TLS)
   // ends the connect as `cannot_connect_to_node`, a later one as
   // `disconnect_during_handshake`: the observer's record tells.
   auto reason = take_failure(host, port);
-  if (cfg.enabled() && !reason.empty())
-    return node + "TLS handshake failed: " + reason;
-  bool system = err.category() == caf::atom("system");
+  if (tls && !reason.empty())
+    return "TLS handshake failed: " + reason;
+  if (err.category() != caf::atom("system"))
+    return "";
   auto code = static_cast<caf::sec>(err.code());
   // caf::openssl gives no context when the handshake failed at once; a
   // failed TCP connect has one ("ip_connect failed", ...).
-  if (cfg.enabled() && system && code == caf::sec::cannot_connect_to_node
-      && err.context().empty())
-    return node + "TLS handshake failed: the node ended the connection at "
-                  "once (does it serve without TLS?)";
-  if (!system || code != caf::sec::disconnect_during_handshake) {
-    if (!system)
-      return node + caf::to_string(err);
-    auto text = node + caf::to_string(code);
-    if (!err.context().empty())
-      text += " " + caf::to_string(err.context());
-    return text;
-  }
-  if (!cfg.enabled())
-    return node + "the connection ended during the handshake; a node that "
-                  "serves with TLS needs --tls-cert, --tls-key and --tls-ca "
-                  "on this side too";
+  if (tls && code == caf::sec::cannot_connect_to_node && err.context().empty())
+    return "TLS handshake failed: the node ended the connection at once "
+           "(does it serve without TLS?)";
+  if (code != caf::sec::disconnect_during_handshake)
+    return "";
+  if (!tls)
+    return "the connection ended during the handshake; a node that serves "
+           "with TLS needs --tls-cert, --tls-key and --tls-ca on this side "
+           "too";
   // The node may close the connection before its alert is read (the
   // reason is then lost): say what it checks.
-  return node + "TLS handshake failed: the node closed the connection (a "
-                "node accepts only client certificates signed by its "
-                "--tls-ca; its log says why it refused)";
+  return "TLS handshake failed: the node closed the connection (a node "
+         "accepts only client certificates signed by its --tls-ca; its log "
+         "says why it refused)";
 }
 
 } // namespace sandbox::actors
