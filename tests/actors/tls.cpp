@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include <caf/actor_registry.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
@@ -104,6 +105,18 @@ struct client {
     sys = std::make_unique<caf::actor_system>(cfg);
   }
 
+  ~client() {
+    // Workaround: the session owner of this client (`client_owner` in
+    // remote.cpp) is a named registry entry, destroyed with the registry
+    // after the scheduler is gone (segfault in local_actor::cleanup). End
+    // it while the system still runs.
+    auto key = caf::atom("sbx_owner");
+    if (auto owner = sys->registry().get(key)) {
+      sys->registry().erase(key);
+      caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
+    }
+  }
+
   /// caf::openssl without any file: anonymous TLS, as CAF does it.
   struct anonymous_t {};
   explicit client(anonymous_t) : tls(true) {
@@ -144,8 +157,9 @@ struct client {
     CAF_CHECK_LESS(took, connect_bound);
     if (res)
       return "";
-    auto text = describe_connect_error("127.0.0.1", port, tls_cfg,
-                                       res.error());
+    auto text = "node 127.0.0.1:" + std::to_string(port) + ": "
+                + describe_handshake_failure("127.0.0.1", port,
+                                             tls_cfg.enabled(), res.error());
     CAF_MESSAGE("refused after "
                 << std::chrono::duration_cast<std::chrono::milliseconds>(took)
                      .count()
