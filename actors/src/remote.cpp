@@ -140,12 +140,14 @@ result<node_actor> connect_node(caf::actor_system& sys,
                                                             addr.port);
   if (!got) {
     auto& err = got.error();
-    std::string why;
-    if (err == caf::sec::cannot_connect_to_node)
+    // A failed (TLS) handshake, explained; else what CAF says.
+    auto why = describe_handshake_failure(addr.host, addr.port, tls, err);
+    if (why.empty() && err == caf::sec::cannot_connect_to_node)
       why = "cannot connect (nothing listens there, or it refused)";
-    else if (err == caf::sec::unexpected_actor_messaging_interface)
+    else if (why.empty()
+             && err == caf::sec::unexpected_actor_messaging_interface)
       why = "it is not a sandbox node of this version";
-    else
+    else if (why.empty())
       why = sys.render(err);
     return error{errc::node_unreachable,
                  fmt::format("node {} is unreachable: {}", addr.to_string(),

@@ -300,8 +300,7 @@ std::optional<int> check_tls(const global_options& g) {
   if (!tls.enabled())
     return std::nullopt;
   if (g.tls_cert.empty() || g.tls_key.empty() || g.tls_ca.empty())
-    return usage_error(g, "TLS needs all three of --tls-cert, --tls-key and "
-                          "--tls-ca");
+    return usage_error(g, actors::validate(tls).error().message);
   if (auto ok = actors::validate(tls); !ok)
     return report(g, ok.error());
   return std::nullopt;

@@ -2,6 +2,7 @@
 
 // Mutual TLS between a node and its clients (caf::openssl).
 
+#include <cstdint>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -33,7 +34,24 @@ result<void> validate(const tls_config& cfg);
 
 /// Loads the network layer into `sys_cfg` (caf::io, and caf::openssl with
 /// `cfg`'s files when TLS is enabled). Call before the actor system exists.
+/// With TLS it also installs, once per process, the observer of TLS
+/// handshakes: a node logs every refused handshake (spdlog, warning: peer
+/// address and OpenSSL's reason), and a client keeps the reason of its own
+/// failed handshakes for `describe_handshake_failure`.
 void configure_network(caf::actor_system_config& sys_cfg,
                        const tls_config& cfg);
+
+/// Explains, for people, a connect to the node `host:port` that failed
+/// with CAF's `err` during the handshake: "TLS handshake failed: the node's
+/// certificate did not verify against --tls-ca: unable to get local issuer
+/// certificate", or "" when `err` is no handshake failure. `tls`: whether
+/// this side used TLS. CAF reports every failed handshake alike (the
+/// connection closed during its handshake, or could not start); the reason
+/// comes from the observer that `configure_network` installs. Callers
+/// report it as `node_unreachable`: the node cannot be used, and a refusal
+/// cannot be told apart from a node that went away mid-handshake.
+std::string describe_handshake_failure(const std::string& host,
+                                      uint16_t port, bool tls,
+                                      const caf::error& err);
 
 } // namespace sandbox::actors
