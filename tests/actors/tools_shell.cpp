@@ -238,6 +238,32 @@ CAF_TEST(after the session stopped every tool fails with session_stopped) {
   CAF_CHECK_EQUAL(view->text, dir.path + ": " + why);
 }
 
+CAF_TEST(tool calls leave no descriptor and no process behind) {
+  auto s = make_session();
+  auto marker = this->marker(s);
+  toolbox tb{s};
+  auto file = dir.path + "/work/f.txt";
+  // The first file_editor call starts the session's filesystem worker.
+  SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "view"},
+                                             {"path", dir.path + "/work"}}));
+  auto before = sandbox::test::plumbing_fds();
+  SANDBOX_REQUIRE_OK(tb.call("shell", {{"command", "echo x; sleep 30"},
+                                       {"timeout", 0.3}}));
+  SANDBOX_REQUIRE_OK(tb.call("code", {{"code", "print(1)"},
+                                      {"language", "python3"}}));
+  SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "create"},
+                                             {"path", file},
+                                             {"file_text", "a\n"}}));
+  SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "str_replace"},
+                                             {"path", file},
+                                             {"old_str", "a"},
+                                             {"new_str", "b"}}));
+  SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "undo_edit"},
+                                             {"path", file}}));
+  CAF_CHECK_EQUAL(sandbox::test::plumbing_fds(), before);
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+}
+
 CAF_TEST(an unknown tool is invalid_argument naming it) {
   auto s = make_session();
   toolbox tb{s};

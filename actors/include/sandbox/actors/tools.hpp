@@ -41,7 +41,8 @@ struct tool_call_context {
   /// the tool picks a unique one.
   std::string cancel_key;
   /// Sees each output chunk of a `shell`/`code` call as it arrives (in the
-  /// calling thread); may be empty.
+  /// calling thread); may be empty. Chunks are the raw bytes (not made
+  /// valid UTF-8; a valid sequence is never split across chunks).
   std::function<void(const output_chunk&)> on_output;
 };
 
@@ -73,7 +74,9 @@ struct toolbox_options {
 /// undo history is per toolbox, i.e. per session of an MCP server).
 class toolbox {
 public:
-  /// The session must outlive the toolbox.
+  /// The session must outlive the toolbox. Nothing is started here: the
+  /// session's filesystem worker is asked for at the first `file_editor`
+  /// call.
   explicit toolbox(blocking_session& session, toolbox_options opts = {});
   ~toolbox();
 
