@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -78,20 +79,43 @@ int serve_mcp(const global_options& global, const std::string& workdir) {
   auto logger = spdlog::stderr_logger_mt("sandbox-mcp");
   logger->set_level(spdlog::get_level());
   spdlog::set_default_logger(logger);
-  // Here, once remote nodes exist: --node HOST:PORT creates the session on
-  // that node instead of the embedded one.
-  if (!g.node.empty())
-    return report(g, remote_unsupported(g));
-  if (!g.session.empty())
+  // The session: on --node a fresh one on the least loaded node (its
+  // directory under the node's base directory unless --workdir names one
+  // there), or the persistent one named by --session, which stays running;
+  // without --node an embedded session in --workdir (default: here).
+  std::optional<actors::blocking_session> session;
+  bool owned = true;
+  actors::session_config cfg;
+  cfg.working_directory = workdir;
+  if (!g.nodes.empty()) {
+    auto pool = remote_nodes(g);
+    if (!pool)
+      return report(g, pool.error());
+    if (!g.session.empty()) {
+      auto found = (*pool)->find(g.session);
+      if (!found)
+        return report(g, found.error());
+      session.emplace(std::move(found->first));
+      owned = false;
+    } else {
+      auto created = (*pool)->create(cfg);
+      if (!created)
+        return report(g, created.error());
+      session.emplace(std::move(created->first));
+    }
+  } else if (!g.session.empty()) {
     return report(g, {errc::session_not_found,
                       fmt::format("no such session: {} (sessions persist "
                                   "only on a remote node)",
                                   g.session)});
-  actors::session_config cfg;
-  cfg.working_directory = workdir;
-  auto session = actors::blocking_session::create(embedded(), cfg);
-  if (!session)
-    return report(g, session.error());
+  } else {
+    if (cfg.working_directory.empty())
+      cfg.working_directory = ".";
+    auto created = actors::blocking_session::create(embedded(), cfg);
+    if (!created)
+      return report(g, created.error());
+    session.emplace(std::move(*created));
+  }
   wake_pipe wake;
   // An interrupt ends the loop; the calls are cancelled and the session
   // stopped before main exits with 128 + its number.
@@ -111,15 +135,17 @@ int serve_mcp(const global_options& global, const std::string& workdir) {
     if (auto r = mcp::serve_lines(srv, 0, wake.fds[0]); !r)
       status = report(g, r.error());
   }
-  (void) session->stop();
-  spdlog::info("mcp: session stopped");
+  if (owned) {
+    (void) session->stop();
+    spdlog::info("mcp: session stopped");
+  }
   return status;
 }
 
 } // namespace
 
 command add_mcp(CLI::App& app, global_options& g) {
-  auto workdir = std::make_shared<std::string>(".");
+  auto workdir = std::make_shared<std::string>();
   command cmd;
   cmd.sub = app.add_subcommand(
     "mcp", "serve a session's tools (shell, code, file_editor) over the "
@@ -127,7 +153,8 @@ command add_mcp(CLI::App& app, global_options& g) {
            "per line; the end of stdin stops the session");
   cmd.sub->add_option("--workdir", *workdir,
                       "working directory of the session (default: the "
-                      "current directory)");
+                      "current directory; with --node a new directory "
+                      "under the node's base directory)");
   cmd.sub->footer(global_options_footer);
   cmd.run = [&g, workdir] { return serve_mcp(g, *workdir); };
   return cmd;
