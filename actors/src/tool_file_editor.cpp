@@ -126,7 +126,10 @@ tool_result file_editor::call(const json& args) {
   // command, each command takes only its own.
   auto spec = std::find_if(commands().begin(), commands().end(),
                            [&](auto& c) { return c.command == command; });
-  for (auto& [key, _] : args.items()) {
+  for (auto& item : args.items()) {
+    // A named variable, not a structured binding: C++17 lambdas cannot
+    // capture those (clang refuses).
+    const std::string& key = item.key();
     if (key == "command" || key == "path")
       continue;
     auto in = [&](auto& xs) {
