@@ -100,6 +100,10 @@ list_all(caf::actor_system& sys,
 
 result<std::shared_ptr<remote_node>>
 node_pool::least_loaded(std::chrono::milliseconds wait) {
+  // One node: nothing to compare. Its own answer to the request that
+  // follows says whether it is there (no probe that a busy node could miss).
+  if (nodes_.size() == 1)
+    return nodes_.front();
   auto answers = list_all(sys_->system(), nodes_, wait);
   std::optional<size_t> best;
   uint64_t best_load = 0;

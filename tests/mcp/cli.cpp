@@ -88,12 +88,20 @@ CAF_TEST(mcp is listed by help) {
 
 CAF_TEST(with node the session lives on that node and ends with the server) {
   serve_process node;
+  temp_dir dir;
   const std::string call
     = R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":)"
       R"({"name":"shell","arguments":{"command":"pwd"}}})";
-  auto r = run_mcp({"--node", node.address}, initialize + "\n" + call + "\n");
+  spit(dir.at("in"), initialize + "\n" + call + "\n");
+  // The end of stdin cancels a running call: stdin stays open until the
+  // call's answer is out (bounded by the shell's timeout).
+  auto out = dir.at("out");
+  auto r = run_shell("{ cat '" + dir.at("in") + "'; timeout 30 sh -c 'until "
+                     "grep -q \"\\\"id\\\":2\" \"$0\"; do sleep 0.05; done' '"
+                     + out + "'; } | " SANDBOX_CLI " mcp --node "
+                     + node.address + " > '" + out + "'");
   CAF_CHECK_EQUAL(r.status, 0);
-  auto lines = json_lines(r.out);
+  auto lines = json_lines(slurp(out));
   CAF_REQUIRE_EQUAL(lines.size(), 2u);
   CAF_CHECK_EQUAL(lines[1]["id"], 2);
   CAF_CHECK_EQUAL(lines[1]["result"]["isError"], false);
