@@ -227,9 +227,10 @@ CAF_TEST(a killed client has its sessions stopped after the grace) {
   CAF_CHECK_EQUAL(sessions->front().children, 0u);
   // Nothing is left: no process of the session, no descriptor of the gone
   // client or of its session's children on the node.
+  // (Not above the baseline: the node may since have closed a descriptor
+  // that the baseline counted, e.g. the exited `session create` CLI's.)
   CAF_CHECK(eventually([&] { return fds_of(node.pid) <= fds_before; },
                        std::chrono::seconds{5}));
-  CAF_CHECK_EQUAL(fds_of(node.pid), fds_before);
   auto log = test::slurp_file(dir.at("node.log"));
   CAF_CHECK(log.find("disconnected") != std::string::npos);
   CAF_CHECK(log.find("stopped (client gone)") != std::string::npos);

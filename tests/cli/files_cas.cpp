@@ -183,6 +183,8 @@ struct cas_fixture {
       } else if (status == 1
                  && out.find("\"code\":\"conflict\"") != std::string::npos) {
         ++conflicts;
+      } else {
+        CAF_MESSAGE("writer " << i << " exited " << status << ": " << out);
       }
     }
     auto now = slurp(target);
