@@ -6,7 +6,6 @@
 // client drives the rest in mcp.e2e.)
 
 #include "cli/cli_fixture.hpp"
-#include "helpers/serve_process.hpp"
 
 using namespace sandbox::test;
 using nlohmann::json;
@@ -86,32 +85,3 @@ CAF_TEST(mcp is listed by help) {
   CAF_CHECK(r.out.find("Model Context Protocol") != std::string::npos);
 }
 
-CAF_TEST(with node the session lives on that node and ends with the server) {
-  serve_process node;
-  temp_dir dir;
-  const std::string call
-    = R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":)"
-      R"({"name":"shell","arguments":{"command":"pwd"}}})";
-  spit(dir.at("in"), initialize + "\n" + call + "\n");
-  // The end of stdin cancels a running call: stdin stays open until the
-  // call's answer is out (bounded by the shell's timeout).
-  auto out = dir.at("out");
-  auto r = run_shell("{ cat '" + dir.at("in") + "'; timeout 30 sh -c 'until "
-                     "grep -q \"\\\"id\\\":2\" \"$0\"; do sleep 0.05; done' '"
-                     + out + "'; } | " SANDBOX_CLI " mcp --node "
-                     + node.address + " > '" + out + "'");
-  CAF_CHECK_EQUAL(r.status, 0);
-  auto lines = json_lines(slurp(out));
-  CAF_REQUIRE_EQUAL(lines.size(), 2u);
-  CAF_CHECK_EQUAL(lines[1]["id"], 2);
-  CAF_CHECK_EQUAL(lines[1]["result"]["isError"], false);
-  // A fresh directory under the node's base directory.
-  auto text = lines[1]["result"]["content"][0]["text"].get<std::string>();
-  CAF_CHECK(text.find(node.dir.at("sessions") + "/") != std::string::npos);
-  // Stopped when the server ended: the node holds no session.
-  spawn_options o;
-  o.limit_seconds = 30;
-  auto listed = spawn_cli({"session", "list", "--node", node.address}, o);
-  CAF_CHECK_EQUAL(listed.status, 0);
-  CAF_CHECK_EQUAL(listed.out, "");
-}
