@@ -330,46 +330,51 @@ actors::embedded_node& embedded() {
   return *node;
 }
 
-int with_session(const global_options& g,
-                 const std::function<int(actors::blocking_session&)>& body,
-                 bool runs_commands) {
+result<acquired_session> acquire_session(const global_options& g,
+                                         actors::session_config cfg) {
   if (!g.nodes.empty()) {
     auto pool = remote_nodes(g);
     if (!pool)
-      return report(g, pool.error());
+      return pool.error();
     if (!g.session.empty()) {
       auto found = (*pool)->find(g.session);
       if (!found)
-        return report(g, found.error());
-      return body(found->first);
+        return found.error();
+      return acquired_session{std::move(found->first), false};
     }
-    // A fresh session in a new directory under the node's base directory.
-    auto created = (*pool)->create();
+    // A fresh session; without a working directory, a new one under the
+    // node's base directory.
+    auto created = (*pool)->create(std::move(cfg));
     if (!created)
-      return report(g, created.error());
-    std::optional<interrupt_guard> wait_for_stop;
-    if (runs_commands)
-      wait_for_stop.emplace([] {});
-    auto status = body(created->first);
-    (void) created->first.stop();
-    return status;
+      return created.error();
+    return acquired_session{std::move(created->first), true};
   }
   if (!g.session.empty())
-    return report(g, {errc::session_not_found,
-                      fmt::format("no such session: {} (sessions persist "
-                                  "only on a remote node)",
-                                  g.session)});
-  actors::session_config cfg;
-  cfg.working_directory = ".";
-  auto session = actors::blocking_session::create(embedded(), cfg);
-  if (!session)
-    return report(g, session.error());
+    return sandbox::error{errc::session_not_found,
+                          fmt::format("no such session: {} (sessions persist "
+                                      "only on a remote node)",
+                                      g.session)};
+  if (cfg.working_directory.empty())
+    cfg.working_directory = ".";
+  auto created = actors::blocking_session::create(embedded(), std::move(cfg));
+  if (!created)
+    return created.error();
+  return acquired_session{std::move(*created), true};
+}
+
+int with_session(const global_options& g,
+                 const std::function<int(actors::blocking_session&)>& body,
+                 bool runs_commands) {
+  auto acquired = acquire_session(g, {});
+  if (!acquired)
+    return report(g, acquired.error());
   // main exits with 128 + the signal once the stop is done.
   std::optional<interrupt_guard> wait_for_stop;
-  if (runs_commands)
+  if (runs_commands && acquired->owned)
     wait_for_stop.emplace([] {});
-  auto status = body(*session);
-  (void) session->stop();
+  auto status = body(acquired->session);
+  if (acquired->owned)
+    (void) acquired->session.stop();
   return status;
 }
 

@@ -142,6 +142,20 @@ std::optional<int> check_tls(const global_options& g);
 /// are skipped when another one answers).
 result<actors::node_pool*> remote_nodes(const global_options& g);
 
+/// The session a command works in and whether the caller stops it.
+struct acquired_session {
+  actors::blocking_session session;
+  bool owned = true;
+};
+
+/// With --session ID, that persistent session of a remote node (not
+/// owned); otherwise a fresh session (owned) on the least loaded node of
+/// --node, or on the embedded node, with `cfg` (an empty working
+/// directory: a new directory under the node's base directory, or the
+/// current directory on the embedded node).
+result<acquired_session> acquire_session(const global_options& g,
+                                         actors::session_config cfg);
+
 /// Runs `body` with a session to work in: without --node, an ephemeral
 /// session whose working directory is the current directory (stopped on
 /// return); with --node, the session named by --session, or an ephemeral

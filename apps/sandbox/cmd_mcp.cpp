@@ -83,39 +83,12 @@ int serve_mcp(const global_options& global, const std::string& workdir) {
   // directory under the node's base directory unless --workdir names one
   // there), or the persistent one named by --session, which stays running;
   // without --node an embedded session in --workdir (default: here).
-  std::optional<actors::blocking_session> session;
-  bool owned = true;
   actors::session_config cfg;
   cfg.working_directory = workdir;
-  if (!g.nodes.empty()) {
-    auto pool = remote_nodes(g);
-    if (!pool)
-      return report(g, pool.error());
-    if (!g.session.empty()) {
-      auto found = (*pool)->find(g.session);
-      if (!found)
-        return report(g, found.error());
-      session.emplace(std::move(found->first));
-      owned = false;
-    } else {
-      auto created = (*pool)->create(cfg);
-      if (!created)
-        return report(g, created.error());
-      session.emplace(std::move(created->first));
-    }
-  } else if (!g.session.empty()) {
-    return report(g, {errc::session_not_found,
-                      fmt::format("no such session: {} (sessions persist "
-                                  "only on a remote node)",
-                                  g.session)});
-  } else {
-    if (cfg.working_directory.empty())
-      cfg.working_directory = ".";
-    auto created = actors::blocking_session::create(embedded(), cfg);
-    if (!created)
-      return report(g, created.error());
-    session.emplace(std::move(*created));
-  }
+  auto acquired = acquire_session(g, std::move(cfg));
+  if (!acquired)
+    return report(g, acquired.error());
+  auto* session = &acquired->session;
   wake_pipe wake;
   // An interrupt ends the loop; the calls are cancelled and the session
   // stopped before main exits with 128 + its number.
@@ -135,7 +108,7 @@ int serve_mcp(const global_options& global, const std::string& workdir) {
     if (auto r = mcp::serve_lines(srv, 0, wake.fds[0]); !r)
       status = report(g, r.error());
   }
-  if (owned) {
+  if (acquired->owned) {
     (void) session->stop();
     spdlog::info("mcp: session stopped");
   }
