@@ -270,15 +270,29 @@ file_editor::load(const std::string& path, bool follow_links,
   return std::nullopt;
 }
 
+result<void> file_editor::write_recorded(const std::string& path,
+                                         std::string content,
+                                         const std::string& expected,
+                                         std::optional<std::string> before) {
+  auto fs = files();
+  if (!fs)
+    return fs.error();
+  if (auto w = (*fs)->write_file(path, std::move(content), expected); !w)
+    return w.error();
+  auto st = (*fs)->stat(path);
+  auto& edits = history_[path];
+  edits.push_back({std::move(before), st ? st->version : std::string{}});
+  if (edits.size() > opts_.max_undo)
+    edits.erase(edits.begin());
+  return {};
+}
+
 tool_result file_editor::commit(const std::string& path,
                                 const text_file& file, std::string after,
                                 size_t first, size_t last,
                                 std::string message, json structured) {
-  auto fs = files();
-  if (!fs)
-    return fs_failure(path, fs.error());
   auto snip = snippet(after, first, last);
-  auto w = (*fs)->write_file(path, std::move(after), file.version);
+  auto w = write_recorded(path, std::move(after), file.version, file.content);
   if (!w) {
     if (w.error().code == errc::conflict)
       return tool_failure("conflict",
@@ -288,8 +302,6 @@ tool_result file_editor::commit(const std::string& path,
                                       show_path(path)));
     return fs_failure(path, w.error());
   }
-  auto st = (*fs)->stat(path);
-  history_[path].push_back({file.content, st ? st->version : std::string{}});
   tool_result r;
   r.text = fmt::format("{} Here's the result of running `cat -n` on a "
                        "snippet of {}:\n{}Review the changes; edit again or "
@@ -305,20 +317,14 @@ tool_result file_editor::commit(const std::string& path,
 // -- edits ---------------------------------------------------------------------
 
 tool_result file_editor::create(const std::string& path, const json& args) {
-  auto fs = files();
-  if (!fs)
-    return fs_failure(path, fs.error());
   auto text = args.at("file_text").get<std::string>();
-  if (auto why = binary_reason(text))
-    return tool_failure("binary_file",
-                        fmt::format("file_text holds a {}: file_editor "
-                                    "writes text files only.",
-                                    *why));
+  if (auto refused = refuse_binary("file_text", text))
+    return std::move(*refused);
   auto lines = line_count(text);
   auto snip = snippet(text, 1, lines);
   auto bytes = text.size();
   // An empty version: the file must not exist (checked atomically).
-  auto w = (*fs)->write_file(path, std::move(text), std::string{});
+  auto w = write_recorded(path, std::move(text), std::string{}, std::nullopt);
   if (!w) {
     if (w.error().code == errc::conflict)
       return tool_failure("file_exists",
@@ -334,8 +340,6 @@ tool_result file_editor::create(const std::string& path, const json& args) {
                                       show_path(path)));
     return fs_failure(path, w.error());
   }
-  auto st = (*fs)->stat(path);
-  history_[path].push_back({std::nullopt, st ? st->version : std::string{}});
   tool_result r;
   r.text = fmt::format("File created successfully at {} ({}, {}). Here's "
                        "the result of running `cat -n` on a snippet of "
@@ -357,11 +361,8 @@ tool_result file_editor::str_replace(const std::string& path,
     return tool_failure("invalid_parameter",
                         "Parameter `old_str` must not be empty: give the "
                         "exact text to replace.");
-  if (auto why = binary_reason(new_str))
-    return tool_failure("binary_file",
-                        fmt::format("new_str holds a {}: file_editor writes "
-                                    "text files only.",
-                                    *why));
+  if (auto refused = refuse_binary("new_str", new_str))
+    return std::move(*refused);
   std::optional<tool_result> failure;
   auto file = load(path, false, failure);
   if (!file)
@@ -420,11 +421,8 @@ tool_result file_editor::str_replace(const std::string& path,
 tool_result file_editor::insert(const std::string& path, const json& args) {
   auto line = args.at("insert_line").get<uint64_t>();
   auto new_str = args.at("new_str").get<std::string>();
-  if (auto why = binary_reason(new_str))
-    return tool_failure("binary_file",
-                        fmt::format("new_str holds a {}: file_editor writes "
-                                    "text files only.",
-                                    *why));
+  if (auto refused = refuse_binary("new_str", new_str))
+    return std::move(*refused);
   std::optional<tool_result> failure;
   auto file = load(path, false, failure);
   if (!file)

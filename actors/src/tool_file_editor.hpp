@@ -54,6 +54,13 @@ private:
   std::optional<text_file> load(const std::string& path, bool follow_links,
                                 std::optional<tool_result>& failure);
 
+  /// Writes `content` over `path` if it is still at `expected` (empty: if
+  /// it does not exist) and records the edit for undo, `before` being what
+  /// the file held (nullopt: nothing). Fails with the worker's error.
+  result<void> write_recorded(const std::string& path, std::string content,
+                              const std::string& expected,
+                              std::optional<std::string> before);
+
   /// Writes `after` over `path` if it is still at `version`, records the
   /// edit for undo and answers `message` plus a snippet of lines
   /// `first..last` of the new content.
@@ -72,7 +79,7 @@ private:
   blocking_session& session_;
   const toolbox_options& opts_;
   std::optional<blocking_files> files_;
-  /// Edits per (normalised) path, oldest first.
+  /// Edits per (normalised) path, oldest first; at most `max_undo` each.
   std::map<std::string, std::vector<edit>> history_;
 };
 

@@ -115,6 +115,17 @@ std::optional<std::string> binary_reason(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<tool_result> refuse_binary(std::string_view name,
+                                         std::string_view text) {
+  auto why = binary_reason(text);
+  if (!why)
+    return std::nullopt;
+  return tool_failure("binary_file",
+                      fmt::format("{} holds a {}: file_editor writes text "
+                                  "files only.",
+                                  name, *why));
+}
+
 std::string snippet(std::string_view content, size_t first, size_t last) {
   auto lines = split_lines(content);
   auto n = lines.size();

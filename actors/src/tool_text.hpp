@@ -53,6 +53,11 @@ size_t line_count(std::string_view text);
 /// offset N"), or nullopt when it is.
 std::optional<std::string> binary_reason(std::string_view text);
 
+/// A `binary_file` failure when the argument `name` holds `text` that is
+/// not text ("file_text holds a NUL byte at offset 3: ..."), else nullopt.
+std::optional<tool_result> refuse_binary(std::string_view name,
+                                         std::string_view text);
+
 /// Numbered lines `first..last` (1-based) of `content` with 4 lines of
 /// context around them; an empty region (`last < first`) shows the context
 /// around where it was; a region over 40 lines shows its first and last 16.

@@ -548,6 +548,30 @@ CAF_TEST(undo_edit steps back through the edits of a file) {
                   "file_editor made to this file in this session.");
 }
 
+CAF_TEST(undo_edit keeps the last max_undo edits of a file) {
+  toolbox_options opts;
+  opts.max_undo = 3;
+  toolbox small{s, opts};
+  auto p = work + "/bounded.txt";
+  auto call = [&](const json& args) {
+    auto r = small.call("file_editor", args);
+    if (!r)
+      CAF_FAIL("refused: " << r.error().message);
+    return std::move(*r);
+  };
+  call(create(p, "v0\n"));
+  for (int i = 1; i <= 5; ++i)
+    call(replace(p, fmt::format("v{}", i - 1), fmt::format("v{}", i)));
+  // Six edits made, three remembered: back to v2, then no further.
+  for (int i = 0; i < 3; ++i)
+    CAF_CHECK(!call(undo(p)).is_error);
+  CAF_CHECK_EQUAL(slurp(p), "v2\n");
+  auto r = call(undo(p));
+  CAF_CHECK(r.is_error);
+  CAF_CHECK_EQUAL(r.structured["error"], "nothing_to_undo");
+  CAF_CHECK_EQUAL(slurp(p), "v2\n");
+}
+
 CAF_TEST(undo_edit keeps one history per file) {
   auto a = work + "/a.txt";
   auto b = work + "/b.txt";

@@ -67,6 +67,9 @@ struct toolbox_options {
   uint64_t max_view_bytes = 128 * 1024;
   /// Entries a `view` of a directory lists at most.
   size_t max_dir_entries = 1000;
+  /// Edits of one file that `undo_edit` can revert at most (the oldest is
+  /// forgotten first); each keeps the file's previous content.
+  size_t max_undo = 32;
 };
 
 /// The tools of one session. `shell`/`code` calls may run concurrently from
