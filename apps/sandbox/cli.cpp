@@ -142,25 +142,7 @@ bool is_utf8(std::string_view s) {
 }
 
 std::string escape_control(std::string_view text) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (byte < 0x20 || byte == 0x7F) {
-      out += "\\x";
-      out += hex[byte >> 4];
-      out += hex[byte & 0x0F];
-    } else
-      out += c;
-  }
-  return out;
+  return escape(text, escape_style::control);
 }
 
 std::string base64(std::string_view bytes) {

@@ -25,24 +25,34 @@ error invalid_argument(std::string message) {
 
 } // namespace
 
-std::string escape_for_message(std::string_view in) {
+std::string escape(std::string_view in, escape_style style) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(in.size());
+  bool ascii = style == escape_style::ascii;
   for (char c : in) {
     auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+    bool control = byte < 0x20 || byte == 0x7F;
+    if (c == '\\' || (ascii && c == '"')) {
       out += '\\';
       out += c;
-    } else if (byte >= 0x20 && byte < 0x7F) {
-      out += c;
-    } else {
+    } else if (!ascii && c == '\n') {
+      out += "\\n";
+    } else if (!ascii && c == '\t') {
+      out += "\\t";
+    } else if (control || (ascii && byte >= 0x80)) {
       out += "\\x";
       out += hex[byte >> 4];
       out += hex[byte & 0x0F];
+    } else {
+      out += c;
     }
   }
   return out;
+}
+
+std::string escape_for_message(std::string_view in) {
+  return escape(in, escape_style::ascii);
 }
 
 std::string quote_for_message(std::string_view in) {

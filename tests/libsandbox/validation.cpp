@@ -71,6 +71,25 @@ CAF_TEST(escaped messages show control bytes quotes and non - ASCII) {
     CAF_CHECK(c >= 0x20 && c < 0x7F);
 }
 
+CAF_TEST(escaped output lines keep UTF-8 and show control bytes) {
+  using sandbox::escape;
+  using sandbox::escape_style;
+  CAF_CHECK_EQUAL(escape("plain \"text\"", escape_style::control),
+                  "plain \"text\"");
+  CAF_CHECK_EQUAL(escape("a\nb\tc", escape_style::control), "a\\nb\\tc");
+  CAF_CHECK_EQUAL(escape("a\0b\x7F"sv, escape_style::control),
+                  "a\\x00b\\x7F");
+  CAF_CHECK_EQUAL(escape("back\\slash", escape_style::control),
+                  "back\\\\slash");
+  CAF_CHECK_EQUAL(escape("\xC3\xA9", escape_style::control), "\xC3\xA9");
+  // No byte below 0x20 is left: the text stays on one line.
+  std::string all;
+  for (int i = 0; i < 256; ++i)
+    all += static_cast<char>(i);
+  for (char c : escape(all, escape_style::control))
+    CAF_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7F);
+}
+
 CAF_TEST(quoted messages shorten very long inputs) {
   CAF_CHECK_EQUAL(sandbox::quote_for_message("A\nB"), "\"A\\x0AB\"");
   auto at_limit = std::string(sandbox::message_input_limit, 'A');

@@ -12,11 +12,23 @@ namespace sandbox {
 /// Inputs longer than this many bytes are shortened by `quote_for_message`.
 constexpr size_t message_input_limit = 256;
 
-/// Returns `in` escaped for an error message: printable ASCII stays as is,
-/// `"` and `\` get a backslash, every other byte (control bytes, NUL,
-/// newline, DEL, any byte >= 0x80) becomes `\xNN`. The result is plain ASCII,
-/// so NUL bytes and newlines stay visible and the message is safe to print or
-/// embed in JSON.
+/// How `escape` writes the bytes of a text.
+enum class escape_style {
+  /// For an input quoted in an error message: printable ASCII stays as is,
+  /// `"` and `\` get a backslash, every other byte (control bytes, NUL,
+  /// newline, DEL, any byte >= 0x80) becomes `\xNN`. The result is plain
+  /// ASCII, safe to print or to embed in JSON.
+  ascii,
+  /// For a line of terminal output: `\` becomes `\\`, newline `\n`, tab
+  /// `\t`, other control bytes and DEL `\xNN`; every other byte (UTF-8
+  /// included) is kept, so the text stays on one line and readable.
+  control,
+};
+
+/// Returns `in` escaped in `style`.
+std::string escape(std::string_view in, escape_style style);
+
+/// `escape(in, escape_style::ascii)`.
 std::string escape_for_message(std::string_view in);
 
 /// Returns `in` escaped and in double quotes, e.g. `"a\x0Ab"`. An input longer
