@@ -40,7 +40,8 @@ CAF_TEST(ten thousand new uuids are distinct) {
   CAF_CHECK_EQUAL(ids.size(), 10000u);
 }
 
-// R18: ids are validated (e.g. session_not_found lookups) in canonical form.
+// R18: session ids are canonical lowercase UUIDs (actors.node checks a new
+// session's id with is_uuid).
 CAF_TEST(is_uuid accepts only the lowercase canonical form) {
   using sandbox::is_uuid;
   CAF_CHECK(is_uuid("00000000-0000-0000-0000-000000000000"));

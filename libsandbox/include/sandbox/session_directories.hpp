@@ -24,10 +24,10 @@ result<std::string> current_directory();
 /// `session_directory_mode`) and checks that it is a directory. `what`
 /// names the path in messages, e.g. "working directory".
 /// @returns the path on success.
-/// @returns `invalid_argument` when `path` is empty or exists but is not a
-///          directory, the errno's code (`permission_denied`,
-///          `path_not_found`, `io_error`) naming the component that could
-///          not be created.
+/// @returns `invalid_argument` when `path` is empty; otherwise the errno's
+///          code naming the component that could not be created:
+///          `path_not_found` also when a component exists but is not a
+///          directory, `permission_denied`, `io_error`.
 result<std::string> make_directories(std::string path, std::string_view what);
 
 /// Returns the default home of the sessions of this user under
