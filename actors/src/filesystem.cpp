@@ -568,9 +568,11 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
       auto abs = absolute(self, "write", path);
       if (!abs)
         return to_caf(abs.error());
+      // Before the promise, which takes the sender from the message.
+      auto owner = caf::actor_cast<caf::actor_addr>(self->current_sender());
       auto rp = self->make_response_promise<uint64_t>();
       open_write(self, path, std::move(*abs), to_std(opts.if_version),
-                 caf::actor_cast<caf::actor_addr>(self->current_sender()), rp);
+                 std::move(owner), rp);
       return rp;
     },
     [self](write_atom, uint64_t id,
