@@ -111,18 +111,27 @@ result<uint32_t> basic_node::stop_all() {
   return ask<uint32_t>(system(), node(), stop_atom_v);
 }
 
+template <class T>
+result<T> blocking_session::after_stop(result<T> r) const {
+  if (r || !stopped_->has_value() || r.error().code == errc::session_stopped)
+    return r;
+  return sandbox::error{errc::session_stopped,
+                        fmt::format("the session is stopped ({})",
+                                    r.error().message)};
+}
+
 result<exec_result> blocking_session::execute(const std::string& command,
                                               const exec_options& opts) {
-  return ask<exec_result>(*sys_, handle_, execute_atom_v, command, opts,
-                          chunk_sink{});
+  return after_stop(ask<exec_result>(*sys_, handle_, execute_atom_v, command,
+                                     opts, chunk_sink{}));
 }
 
 result<exec_result>
 blocking_session::execute_streaming(const std::string& command,
                                     const exec_options& opts,
                                     const chunk_callback& on_chunk) {
-  return stream_request(*sys_, handle_, on_chunk, execute_atom_v, command,
-                        opts);
+  return after_stop(stream_request(*sys_, handle_, on_chunk, execute_atom_v,
+                                   command, opts));
 }
 
 result<exec_result>
@@ -130,8 +139,8 @@ blocking_session::execute_code(const std::string& code,
                                const std::string& language,
                                const exec_options& opts,
                                const chunk_callback& on_chunk) {
-  return stream_request(*sys_, handle_, on_chunk, code_atom_v, code, language,
-                        opts);
+  return after_stop(stream_request(*sys_, handle_, on_chunk, code_atom_v, code,
+                                   language, opts));
 }
 
 result<exec_result> blocking_session::execute_code_streaming(
@@ -156,7 +165,7 @@ result<exec_result> blocking_session::execute_code_streaming(
                  int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
              [&](caf::error& err) { failure = from_caf(err); });
   if (!process)
-    return failure;
+    return after_stop(result<exec_result>{failure});
   relay_request<exec_result>(*sys_, self, process->handle(), wait_atom_v);
   if (on_start)
     on_start(*process);
@@ -165,24 +174,30 @@ result<exec_result> blocking_session::execute_code_streaming(
 
 result<blocking_process> blocking_session::spawn(const std::string& command,
                                                  const exec_options& opts) {
-  return ask_map<blocking_process>(
+  return after_stop(ask_map<blocking_process>(
     *sys_, handle_,
     [&](process_actor& p, int32_t pid) {
       return blocking_process{*sys_, std::move(p), pid};
     },
-    spawn_atom_v, command, opts, chunk_sink{});
+    spawn_atom_v, command, opts, chunk_sink{}));
 }
 
 result<bool> blocking_session::cancel(const std::string& key) {
-  return ask<bool>(*sys_, handle_, cancel_atom_v, key);
+  return after_stop(ask<bool>(*sys_, handle_, cancel_atom_v, key));
 }
 
 result<stop_receipt> blocking_session::stop() {
-  return ask<stop_receipt>(*sys_, handle_, stop_atom_v);
+  auto r = ask<stop_receipt>(*sys_, handle_, stop_atom_v);
+  // Idempotent (R22) also once the session went away after the stop.
+  if (!r && stopped_->has_value())
+    return **stopped_;
+  if (r)
+    *stopped_ = *r;
+  return r;
 }
 
 result<session_info> blocking_session::info() {
-  return ask<session_info>(*sys_, handle_, info_atom_v);
+  return after_stop(ask<session_info>(*sys_, handle_, info_atom_v));
 }
 
 result<void> blocking_process::write_stdin(std::string data) {

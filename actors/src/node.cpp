@@ -139,8 +139,7 @@ caf::error not_found(const std::string& id) {
 
 /// Runs `live` when the session `id` (`handle`) is not stopped, else
 /// forgets it and runs `gone`. A session stopped through its own handle
-/// (not through the node) stays known to the node until it is asked: a
-/// remote client keeps the stopped actor alive, so no down message comes.
+/// tells the node (`ended`), but its stop may still be completing.
 template <class Live, class Gone>
 void when_live(self_ptr self, const std::string& id, session_actor handle,
                Live live, Gone gone) {
@@ -198,6 +197,7 @@ node_actor_impl::behavior_type refusing(caf::error err) {
     },
     [err](stop_atom) -> caf::result<uint32_t> { return err; },
     [](grace_atom, uint64_t) {},
+    [](ended_atom, const std::string&) {},
   };
 }
 
@@ -257,6 +257,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       info.home_directory = params->home_directory;
       info.port = lease->port();
       params->lease = std::make_shared<port_lease>(std::move(*lease));
+      params->node = self->address();
       auto handle = spawn_session(self->system(), std::move(*params));
       self->monitor(handle);
       spdlog::info("session {} created in {}{}", info.id,
@@ -364,6 +365,18 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       return rp;
     },
     [self](grace_atom, uint64_t n) { on_grace_over(self, n); },
+    [self](ended_atom, const std::string& id) {
+      // A stopped session is gone for the node: it leaves `list`, and
+      // `stop_session(id)` answers `session_not_found`; dropping the handle
+      // lets the session go away once nobody else holds it.
+      auto& sessions = self->state.sessions;
+      auto i = sessions.find(id);
+      // Only the session itself says so.
+      auto& from = self->current_sender();
+      if (i != sessions.end() && from
+          && i->second.handle.address() == from->address())
+        sessions.erase(i);
+    },
     [self](stop_atom) -> caf::result<uint32_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise<uint32_t>();

@@ -6,10 +6,15 @@
 #include <map>
 #include <memory>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "handed_out.hpp"
 #include "weak_send.hpp"
 #include "sandbox/capped_output.hpp"
 #include "sandbox/child_process.hpp"
@@ -17,6 +22,24 @@
 #include "sandbox/utf8_splitter.hpp"
 
 namespace sandbox::actors {
+
+/// A timer on the reactor with the strand that serializes its use.
+struct process_deadline {
+  boost::asio::strand<boost::asio::io_context::executor_type> strand;
+  boost::asio::steady_timer timer;
+
+  explicit process_deadline(boost::asio::io_context::executor_type ex)
+    : strand(boost::asio::make_strand(ex)), timer(strand) {
+  }
+
+  /// Cancels the timer (from any thread); the last reference goes with it.
+  static void cancel(std::shared_ptr<process_deadline> d) {
+    if (!d)
+      return;
+    auto& strand = d->strand;
+    boost::asio::post(strand, [d = std::move(d)] { d->timer.cancel(); });
+  }
+};
 
 /// State of one process actor; owned by the actor alone. The child's
 /// reactor callbacks never touch it: they only send messages.
@@ -44,6 +67,9 @@ struct process_state {
   std::vector<caf::typed_response_promise<exec_result>> waiters;
   std::map<uint64_t, caf::typed_response_promise<ok_atom>> writes;
   uint64_t next_write = 0;
+  /// The execution's timeout on the reactor. Not a delayed message: the
+  /// clock would hold the actor until the deadline, long after its result.
+  std::shared_ptr<process_deadline> timer;
 };
 
 namespace {
@@ -144,7 +170,8 @@ void maybe_finish(self_ptr self) {
     st.child->shutdown();
     st.child.reset();
   }
-  if (!st.p.spawned && delivered)
+  process_deadline::cancel(std::move(st.timer));
+  if (delivered && (!st.p.spawned || handed_out(self)))
     self->quit();
 }
 
@@ -217,8 +244,19 @@ void start_child(self_ptr self) {
     st.child->write_stdin(st.next_write++, std::move(*st.p.initial_stdin));
     st.child->close_stdin();
   }
-  if (st.p.timeout.count() > 0)
-    self->delayed_send(self, st.p.timeout, timeout_atom_v);
+  if (st.p.timeout.count() > 0) {
+    st.timer
+      = std::make_shared<process_deadline>(st.p.rt->reactor().executor());
+    auto& d = *st.timer;
+    boost::asio::post(d.strand, [t = st.timer, timeout = st.p.timeout,
+                                 weak = weak_self(self, *st.p.rt)] {
+      t->timer.expires_after(timeout);
+      t->timer.async_wait([weak](boost::system::error_code ec) {
+        if (!ec)
+          send_if_alive<process_actor_impl>(weak, timeout_atom_v);
+      });
+    });
+  }
 }
 
 } // namespace
@@ -231,9 +269,10 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
   st.kept[1] = std::make_unique<capped_output>(st.p.output_cap);
   start_child(self);
   // Whatever ends this actor ends its child too.
-  self->attach_functor([child = st.child] {
+  self->attach_functor([child = st.child, timer = st.timer]() mutable {
     if (child)
       child->shutdown();
+    process_deadline::cancel(std::move(timer));
   });
   return {
     [self](stdin_atom, std::string& data) -> caf::result<ok_atom> {
@@ -271,7 +310,10 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     [self](wait_atom) -> caf::result<exec_result> {
       auto& st = self->state;
       if (st.result) {
-        if (!st.p.spawned)
+        // A spawned process's result stays for later `wait`s while local
+        // handles exist; one whose handle went out over the network quits
+        // once a `wait` had it (CAF's registry would keep it forever).
+        if (!st.p.spawned || handed_out(self))
           self->quit();
         if (st.failure)
           return st.failure;
@@ -320,7 +362,17 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
       st.writes.erase(i);
     },
     [self](timeout_atom) { end_execution(self, exit_reason::timeout); },
-    [self](end_atom, exit_reason why) { end_execution(self, why); },
+    [self](end_atom, exit_reason why) {
+      auto& st = self->state;
+      // The session stopped after this spawned process finished: one whose
+      // handle went out over the network quits now (see `wait`).
+      if (st.result && st.p.spawned && why == exit_reason::stopped
+          && handed_out(self)) {
+        self->quit();
+        return;
+      }
+      end_execution(self, why);
+    },
     [self](ended_atom, const stop_receipt&) {
       self->state.swept = true;
       maybe_finish(self);

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
+#include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
 
 #include "sandbox/fs/path_resolver.hpp"
@@ -17,6 +19,8 @@
 namespace sandbox::actors {
 
 namespace {
+
+constexpr size_t max_file_threads = 64;
 
 error invalid(std::string_view name, std::string_view value,
               std::string_view why) {
@@ -46,6 +50,9 @@ result<void> validate(const runtime_config& cfg) {
     return ok;
   if (cfg.reactor_threads == 0)
     return invalid("reactor_threads", "0", "must be at least 1");
+  if (cfg.file_threads == 0 || cfg.file_threads > max_file_threads)
+    return invalid("file_threads", std::to_string(cfg.file_threads),
+                   fmt::format("must be 1 to {}", max_file_threads));
   if (cfg.output_cap == 0)
     return invalid("output_cap", "0", "must be at least 1 byte");
   if (cfg.stop.first < 1 || cfg.stop.first > SIGRTMAX)
@@ -82,20 +89,28 @@ runtime::runtime(runtime_config cfg)
   ::signal(SIGPIPE, SIG_IGN);
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
   reaper_ = sandbox::reaper::make(*reactor_, cfg_.reap_all_orphans);
+  // An invalid count is refused by the node; the pool still needs a thread.
+  files_ = std::make_unique<boost::asio::thread_pool>(
+    std::clamp<size_t>(cfg_.file_threads, 1, max_file_threads));
 }
 
 runtime::~runtime() {
   // The last reference may drop inside a reactor callback (a child's events
-  // hold their process actor, whose state holds us). A reactor thread cannot
-  // join itself: hand the teardown to a thread of its own, which joins the
+  // hold their process actor, whose state holds us), or inside a file job.
+  // A reactor or file thread cannot join itself: hand the teardown to a thread of its own, which joins the
   // reactor once the current callback has returned.
-  if (reactor_->executor().running_in_this_thread()) {
-    std::thread{[reap = std::move(reaper_), r = std::move(reactor_)]() mutable {
+  if (reactor_->executor().running_in_this_thread()
+      || files_->get_executor().running_in_this_thread()) {
+    std::thread{[reap = std::move(reaper_), r = std::move(reactor_),
+                 files = std::move(files_)]() mutable {
+      files.reset();
       reap.reset();
       r.reset();
     }}.detach();
     return;
   }
+  // File jobs in flight finish first (they reach actors through the gate).
+  files_.reset();
   // The reaper's signal set lives on the reactor: destroy it first.
   reaper_.reset();
   reactor_.reset();

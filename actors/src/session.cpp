@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
+#include "handed_out.hpp"
 #include "weak_send.hpp"
 #include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
@@ -22,14 +24,14 @@
 
 namespace sandbox::actors {
 
-/// One child of a session, as the session tracks it.
+/// One running child of a session, as the session tracks it (until its
+/// process actor reports the result).
 struct session_child {
   process_actor_impl handle;
   pid_t pid = 0;
   std::string cancel_key;
-  /// Until its process actor reports the result: only a running child can
-  /// be cancelled or hold its cancel key.
-  bool running = true;
+  /// Started by `spawn`: its actor may outlive the result (see `finished`).
+  bool spawned = false;
 };
 
 /// State of one session actor; owned by the actor alone.
@@ -42,8 +44,14 @@ struct session_state {
   /// The home exists and passed its checks (the default home is made at the
   /// first execution, so that file operations never need one).
   bool home_ready = false;
-  /// Process actors whose result is not yet collected, by address.
+  /// Process actors whose child runs (no result yet), by address. Only they
+  /// are held: a finished execution's actor goes away once its result is
+  /// delivered, a finished spawned process's once its last handle is gone.
   std::map<caf::actor_addr, session_child> children;
+  /// Spawned processes that finished and still live (handles elsewhere);
+  /// weak, forgotten at their down message. Told about the stop, so that
+  /// those whose handles went out over the network quit.
+  std::set<caf::actor_addr> finished;
   /// The filesystem worker; all file operations of the session.
   filesystem_actor_impl files;
   /// Process groups of every child ever started (escapers stay in them).
@@ -143,7 +151,7 @@ result<void> check_cancel_key(const session_state& st, const std::string& key) {
   if (key.empty())
     return {};
   for (auto& [addr, c] : st.children)
-    if (c.running && c.cancel_key == key)
+    if (c.cancel_key == key)
       return error{errc::invalid_argument,
                    fmt::format("cancel_key {} is already used by a running "
                                "execution of this session",
@@ -182,7 +190,7 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   auto pid = (*child)->pid();
   auto handle = spawn_process(self->system(), std::move(params));
   self->monitor(handle);
-  session_child entry{handle, pid, opts.cancel_key};
+  session_child entry{handle, pid, opts.cancel_key, keep_stdin};
   st.children.emplace(handle.address(), entry);
   st.groups.push_back(pid);
   return entry;
@@ -193,6 +201,11 @@ void maybe_complete_stop(self_ptr self) {
   if (!st.sweep || st.awaiting > 0 || st.receipt)
     return;
   st.receipt = *st.sweep;
+  // The node forgets a session stopped through its own handle too; told
+  // before the receipt goes out, so that whoever got it finds the session
+  // gone from the node.
+  if (auto node = caf::actor_cast<node_actor_impl>(st.p.node))
+    self->send(node, ended_atom_v, st.p.id);
   for (auto& w : st.stop_waiters)
     w.deliver(*st.receipt);
   st.stop_waiters.clear();
@@ -202,13 +215,37 @@ void maybe_complete_stop(self_ptr self) {
   // R22: the leased port is free again once nothing of the session runs.
   if (st.p.lease)
     st.p.lease->release();
+  for (auto& addr : st.finished)
+    if (auto p = caf::actor_cast<process_actor_impl>(addr))
+      self->send(p, end_atom_v, exit_reason::stopped);
+  st.finished.clear();
+  // The worker answers `session_stopped` to whoever still holds it.
+  st.files = nullptr;
+  // A stopped session lives on for local handles, answering
+  // `session_stopped`, and goes away with the last one. A handle that went
+  // out over the network is never dropped (CAF's registry keeps the actor):
+  // such a session quits now, with its worker and processes.
+  if (handed_out(self))
+    self->quit();
 }
 
 void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
-  if (st.files)
-    caf::anon_send(st.files, stop_atom_v);
+  if (st.files) {
+    // The receipt waits for the worker: its open writes are gone by then.
+    ++st.awaiting;
+    self->request(st.files, caf::infinite, stop_atom_v)
+      .then(
+        [self](ok_atom) {
+          --self->state.awaiting;
+          maybe_complete_stop(self);
+        },
+        [self](caf::error&) {
+          --self->state.awaiting;
+          maybe_complete_stop(self);
+        });
+  }
   std::vector<pid_t> own;
   for (auto& [addr, c] : st.children) {
     self->send(c.handle, end_atom_v, exit_reason::stopped);
@@ -252,9 +289,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
   st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
-    auto i = st.children.find(msg.source);
-    if (i != st.children.end() && !st.stopped)
-      st.children.erase(i);
+    st.children.erase(msg.source);
+    st.finished.erase(msg.source);
   });
   return {
     [self](execute_atom, std::string& cmd, exec_options& opts,
@@ -306,7 +342,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         return false;
       // At most one running child holds a key (check_cancel_key).
       for (auto& [addr, c] : st.children)
-        if (c.running && c.cancel_key == key) {
+        if (c.cancel_key == key) {
           self->send(c.handle, end_atom_v, exit_reason::cancelled);
           return true;
         }
@@ -329,9 +365,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       info.working_directory = st.p.working_directory;
       info.home_directory = st.p.home_directory;
       info.port = st.p.lease ? st.p.lease->port() : 0;
-      info.children = static_cast<uint32_t>(
-        std::count_if(st.children.begin(), st.children.end(),
-                      [](auto& kv) { return kv.second.running; }));
+      info.children = static_cast<uint32_t>(st.children.size());
       info.stopped = st.stopped;
       return info;
     },
@@ -341,7 +375,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         return session_stopped(st);
       // Spawned on first use: an idle session costs no worker.
       if (!st.files) {
-        st.files = spawn_filesystem(self->system(), st.p.working_directory);
+        st.files = spawn_filesystem(self->system(), st.p.rt,
+                                    st.p.working_directory);
         self->link_to(st.files);
       }
       return st.files;
@@ -351,12 +386,17 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       maybe_complete_stop(self);
     },
     [self](exited_atom) {
-      // A process actor has its result: its child no longer runs.
+      // A process actor has its result: its child no longer runs, and the
+      // session lets go of it (a stop in progress awaits its result by a
+      // request of its own).
       auto& st = self->state;
       auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
       auto i = st.children.find(sender);
-      if (i != st.children.end())
-        i->second.running = false;
+      if (i == st.children.end())
+        return;
+      if (i->second.spawned && !st.stopped)
+        st.finished.insert(sender);
+      st.children.erase(i);
     },
   };
 }

@@ -113,6 +113,10 @@ CAF_TEST(every unusable runtime value is refused naming it) {
                 "reactor_threads");
   check_refused(with([](runtime_config& c) { c.output_cap = 0; }),
                 "output_cap");
+  check_refused(with([](runtime_config& c) { c.file_threads = 0; }),
+                "file_threads");
+  check_refused(with([](runtime_config& c) { c.file_threads = 65; }),
+                "file_threads 65");
   check_refused(with([](runtime_config& c) { c.stop.first = 0; }),
                 "stop.first");
   check_refused(with([](runtime_config& c) { c.stop.first = SIGRTMAX + 1; }),

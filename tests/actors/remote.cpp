@@ -45,16 +45,19 @@ struct served_node {
   }
 
   ~served_node() {
-    caf::scoped_actor self{*sys};
-    self->request(node, caf::infinite, stop_atom_v)
-      .receive([](uint32_t) {}, [](caf::error&) {});
+    {
+      caf::scoped_actor self{*sys};
+      self->request(node, caf::infinite, stop_atom_v)
+        .receive([](uint32_t) {}, [](caf::error&) {});
+    }
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     node = nullptr;
-    // Actors sent to a remote client stay in the registry for as long as
-    // they live, and stopped sessions live on (they answer
-    // `session_stopped`): the system would wait for them forever. It is
-    // left to the end of the test program.
-    (void) sys.release();
+    // Actors sent to a remote client stay in CAF's registry until they
+    // quit; a stopped session quits (with its worker and processes), so
+    // the system goes down.
+    sys->await_all_actors_done();
+    rt->gate()->close();
+    sys.reset();
   }
 
   std::string address() const {

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/actor_system.hpp>
@@ -149,8 +150,18 @@ public:
   result<session_info> info();
 
 private:
+  /// Once this facade stopped its session, a request that fails says
+  /// `session_stopped`: a session whose handle went out over the network
+  /// quits after its stop, so its requests fail as for a gone actor.
+  template <class T>
+  result<T> after_stop(result<T> r) const;
+
   caf::actor_system* sys_;
   session_actor handle_;
+  /// The receipt of the stop made through this facade (see `after_stop`);
+  /// shared by its copies.
+  std::shared_ptr<std::optional<stop_receipt>> stopped_
+    = std::make_shared<std::optional<stop_receipt>>();
 };
 
 /// Converts a CAF error into a domain error (code and message preserved).

@@ -6,6 +6,7 @@
 #include <caf/fwd.hpp>
 
 #include "sandbox/actors/protocol.hpp"
+#include "sandbox/actors/runtime.hpp"
 
 namespace sandbox::actors {
 
@@ -19,13 +20,15 @@ constexpr size_t max_list_batch = 256;
 /// `working_directory` (absolute).
 ///
 /// File I/O never blocks the session actor or the scheduler's threads: the
-/// worker runs detached, on a thread of its own, and handles one message at
-/// a time. Streams and listings advance one chunk or batch per
-/// acknowledgement, so several of them interleave on one worker and none
-/// buffers more than one chunk or batch. Open writes are aborted when the
-/// actor that opened them terminates, when the session stops, and when the
-/// worker goes away.
-filesystem_actor_impl spawn_filesystem(caf::actor_system& sys,
+/// worker is an actor that hands each blocking operation to the file pool
+/// of `rt` (`runtime_config::file_threads` threads shared by every session
+/// of the node) and gets its outcome back as a message. A worker runs one
+/// operation at a time, in the order of the requests. Streams and listings
+/// advance one chunk or batch per acknowledgement, so several of them
+/// interleave on one worker and none buffers more than one chunk or batch.
+/// Open writes are aborted when the actor that opened them terminates, when
+/// the session stops, and when the worker goes away.
+filesystem_actor_impl spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
                                        std::string working_directory);
 
 } // namespace sandbox::actors

@@ -26,8 +26,9 @@ struct process_params {
   uint64_t output_cap = default_output_cap;
   /// Environment prefix that marks this child's descendants.
   std::string marker_prefix;
-  /// A spawned process outlives its result (its handle may still be asked
-  /// to `wait`); an execution's actor quits once the result is delivered.
+  /// A spawned process outlives its result while handles to it exist (they
+  /// may still be asked to `wait`); an execution's actor quits once the
+  /// result is delivered.
   bool spawned = false;
   /// Written to the child's stdin, which is then closed (execute_code).
   std::optional<std::string> initial_stdin;

@@ -322,11 +322,14 @@ using filesystem_actor = caf::typed_actor<
   caf::replies_to<stat_atom, std::string>::with<fs::file_stat>>;
 
 /// The full interface of the filesystem worker: the public one plus the
-/// order of its session, which only the session holds.
+/// order of its session, which only the session holds, and the end of one
+/// of its file jobs on the node's file pool.
 using filesystem_actor_impl = filesystem_actor::extend<
   // The session was stopped: every later request fails with
   // `session_stopped`.
-  caf::replies_to<stop_atom>::with<ok_atom>>;
+  caf::replies_to<stop_atom>::with<ok_atom>,
+  // The file job with this number is done.
+  caf::reacts_to<ended_atom, uint64_t>>;
 
 // -- session actor ------------------------------------------------------------
 
@@ -397,6 +400,9 @@ using node_actor = caf::typed_actor<
 using node_actor_impl
   = node_actor::extend<caf::reacts_to<hooked_atom, std::string, caf::error>,
                        // The grace period of the gone client `n` ended.
-                       caf::reacts_to<grace_atom, uint64_t>>;
+                       caf::reacts_to<grace_atom, uint64_t>,
+                       // The session with this id completed its stop
+                       // (through its own handle or the node's).
+                       caf::reacts_to<ended_atom, std::string>>;
 
 } // namespace sandbox::actors

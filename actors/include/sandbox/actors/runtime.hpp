@@ -13,6 +13,10 @@
 #include "sandbox/reaper.hpp"
 #include "sandbox/terminator.hpp"
 
+namespace boost::asio {
+class thread_pool;
+} // namespace boost::asio
+
 namespace sandbox::actors {
 
 /// Settings of a node that every session shares. `validate` says whether a
@@ -41,6 +45,9 @@ struct runtime_config {
   /// be a session's. Set it when the process is only a node (CLI, serve);
   /// leave it off when a host application waits for children of its own.
   bool reap_all_orphans = false;
+  /// Threads that run the file operations of every session of the node
+  /// (the filesystem workers hand their blocking I/O to them); 1 to 64.
+  size_t file_threads = 2;
 };
 
 /// Checks every value of `cfg`, including that the shell is an absolute
@@ -108,6 +115,11 @@ public:
     return base_env_;
   }
 
+  /// The pool that runs the blocking file I/O of every session.
+  boost::asio::thread_pool& file_pool() noexcept {
+    return *files_;
+  }
+
   /// The gate of reactor callbacks that reach actors.
   const std::shared_ptr<actor_gate>& gate() const noexcept {
     return gate_;
@@ -123,6 +135,7 @@ private:
   env_map base_env_;
   std::unique_ptr<sandbox::reactor> reactor_;
   std::shared_ptr<sandbox::reaper> reaper_;
+  std::unique_ptr<boost::asio::thread_pool> files_;
   std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();
   std::atomic<uint64_t> ids_{0};
 };

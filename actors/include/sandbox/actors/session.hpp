@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -27,6 +28,9 @@ struct session_params {
   /// The session's one leased TCP port (R18); released when it stops.
   /// Shared only because actor arguments must be copyable.
   std::shared_ptr<port_lease> lease;
+  /// The node that made the session, told `ended` when a stop completes
+  /// (weak: the node holds its sessions, not the other way round).
+  caf::actor_addr node;
 };
 
 struct session_state;
