@@ -59,6 +59,7 @@ BENCHMARK(BM_posix_spawn_baseline)->UseRealTime();
 void launch_loop(benchmark::State& state, bool fallback,
                  sandbox::cgroup_tree* tree) {
   sandbox::force_clone_fallback(fallback);
+  state.SetLabel(std::string{sandbox::launch_method()});
   auto spec = true_spec();
   uint64_t n = 0;
   for (auto _ : state) {
@@ -80,7 +81,6 @@ void launch_loop(benchmark::State& state, bool fallback,
       ::rmdir(spec.cgroup.c_str());
   }
   sandbox::force_clone_fallback(false);
-  state.SetLabel(std::string{sandbox::launch_method()});
 }
 
 void BM_launch(benchmark::State& state) {
