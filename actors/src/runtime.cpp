@@ -11,6 +11,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/launcher.hpp"
@@ -69,6 +70,15 @@ result<void> validate(const runtime_config& cfg) {
     return invalid("stop.poll", ms(cfg.stop.poll), "must be positive");
   if (cfg.linger.count() < 0)
     return invalid("linger", ms(cfg.linger), "must not be negative");
+  if (cfg.containment == containment_choice::cgroup) {
+    auto own = find_own_cgroup();
+    if (!own)
+      return invalid("containment", "cgroup", own.error().message);
+    if (::access(own->c_str(), W_OK) != 0)
+      return invalid("containment", "cgroup",
+                     fmt::format("own cgroup {} is not writable: {}", *own,
+                                 std::strerror(errno)));
+  }
   if (!cfg.temp_directory.empty())
     if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
       return invalid("temp_directory", quote_for_message(cfg.temp_directory),
@@ -87,6 +97,20 @@ runtime::runtime(runtime_config cfg)
   // Writing to a pipe whose reader is gone must fail with EPIPE instead of
   // killing the node; children get default dispositions back at spawn.
   ::signal(SIGPIPE, SIG_IGN);
+  if (cfg_.containment == containment_choice::process_group) {
+    containment_detail_ = "forced by runtime_config.containment";
+  } else if (auto tree = cgroup_tree::create()) {
+    cgroups_ = std::move(*tree);
+  } else {
+    containment_detail_ = tree.error().message;
+    if (cfg_.containment == containment_choice::cgroup)
+      spdlog::error("containment cgroup was required: {}", containment_detail_);
+  }
+  if (cgroups_)
+    spdlog::info("containment: cgroup ({}; children launched with {})",
+                 cgroups_->node_root(), launch_method());
+  else
+    spdlog::info("containment: process_group ({})", containment_detail_);
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
   reaper_ = sandbox::reaper::make(*reactor_, cfg_.reap_all_orphans);
   // An invalid count is refused by the node; the pool still needs a thread.
@@ -97,15 +121,18 @@ runtime::runtime(runtime_config cfg)
 runtime::~runtime() {
   // The last reference may drop inside a reactor callback (a child's events
   // hold their process actor, whose state holds us), or inside a file job.
-  // A reactor or file thread cannot join itself: hand the teardown to a thread of its own, which joins the
-  // reactor once the current callback has returned.
+  // A reactor or file thread cannot join itself: hand the teardown to a
+  // thread of its own, which joins them once the current callback has
+  // returned.
   if (reactor_->executor().running_in_this_thread()
       || files_->get_executor().running_in_this_thread()) {
     std::thread{[reap = std::move(reaper_), r = std::move(reactor_),
-                 files = std::move(files_)]() mutable {
+                 files = std::move(files_),
+                 cg = std::move(cgroups_)]() mutable {
       files.reset();
       reap.reset();
       r.reset();
+      cg.reset();
     }}.detach();
     return;
   }
@@ -114,6 +141,23 @@ runtime::~runtime() {
   // The reaper's signal set lives on the reactor: destroy it first.
   reaper_.reset();
   reactor_.reset();
+  cgroups_.reset();
+}
+
+const std::string& runtime::cgroup_root() const noexcept {
+  static const std::string none;
+  return cgroups_ ? cgroups_->node_root() : none;
+}
+
+std::string runtime::session_cgroup(const std::string& id) const {
+  return cgroups_ ? cgroups_->session_path(id) : std::string{};
+}
+
+result<std::string> runtime::execution_cgroup(const std::string& id,
+                                              uint64_t exec) const {
+  if (!cgroups_)
+    return std::string{};
+  return cgroups_->make_execution(id, exec);
 }
 
 } // namespace sandbox::actors
