@@ -100,7 +100,18 @@ void configure_remote(caf::actor_system_config& cfg, const tls_config& tls) {
   cfg.set("middleman.connection-timeout", caf::timespan{remote_liveness});
 }
 
-void start_liveness(caf::actor_system& sys) {
+namespace {
+
+/// How long a node lets a client's connection be silent before it drops
+/// it: longer than a client waits on a silent node (`remote_liveness`). A
+/// client process starved of CPU on a loaded machine sends its heartbeat
+/// late; taking it for gone would fail its calls, while a client that is
+/// really gone only has its sessions stopped a little later (after this
+/// and the client grace period).
+constexpr std::chrono::seconds node_side_liveness{3 * remote_liveness};
+
+/// Starts the heartbeat loop of `sys` (once) with `timeout`.
+void start_heartbeat(caf::actor_system& sys, std::chrono::seconds timeout) {
   static std::mutex mtx;
   static const auto key = caf::atom("sbx_live");
   std::lock_guard<std::mutex> guard{mtx};
@@ -109,12 +120,17 @@ void start_liveness(caf::actor_system& sys) {
   auto basp = sys.middleman().named_broker<caf::io::basp_broker>(
     caf::atom("BASP"));
   // The BASP broker's tick: it sends a heartbeat on every connection, drops
-  // the connections silent for longer than `remote_liveness` and schedules
-  // the next tick one interval later, for as long as the system runs.
+  // the connections silent for longer than `timeout` and schedules the next
+  // tick one interval later, for as long as the system runs.
   caf::anon_send(basp, caf::tick_atom_v, sys.clock().now(),
-                 caf::timespan{remote_heartbeat},
-                 caf::timespan{remote_liveness});
+                 caf::timespan{remote_heartbeat}, caf::timespan{timeout});
   sys.registry().put(key, caf::actor_cast<caf::strong_actor_ptr>(basp));
+}
+
+} // namespace
+
+void start_liveness(caf::actor_system& sys) {
+  start_heartbeat(sys, remote_liveness);
 }
 
 namespace {
@@ -159,7 +175,7 @@ result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
                  fmt::format("cannot listen on {}: {}",
                              node_address{bind, port}.to_string(),
                              sys.render(got.error()))};
-  start_liveness(sys);
+  start_heartbeat(sys, node_side_liveness);
   return *got;
 }
 
