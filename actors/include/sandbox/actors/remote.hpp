@@ -54,10 +54,11 @@ void configure_remote(caf::actor_system_config& cfg, const tls_config& tls);
 
 /// Every connection of the actor system carries a heartbeat each
 /// `remote_heartbeat` from now on, and one that carried nothing for
-/// `remote_liveness` is closed. Idempotent; `publish_node` and
-/// `connect_node` call it. It is not part of CAF's start-up on purpose: CAF
-/// 0.17.6 would drop a connection whose handshake spans a heartbeat tick
-/// (see remote.cpp).
+/// `remote_liveness` is closed. Idempotent (the first start of a system
+/// holds); `connect_node` calls it, and `publish_node` starts the same loop
+/// with a node's longer patience with its clients (12 s). It is not part of
+/// CAF's start-up on purpose: CAF 0.17.6 would drop a connection whose
+/// handshake spans a heartbeat tick (see remote.cpp).
 void start_liveness(caf::actor_system& sys);
 
 /// Both sides of a connection send a heartbeat this often.
