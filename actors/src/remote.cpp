@@ -10,9 +10,11 @@
 #include <caf/attachable.hpp>
 #include <caf/blocking_actor.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/publish.hpp>
 #include <caf/openssl/remote_actor.hpp>
+#include <caf/send.hpp>
 
 #include <fmt/format.h>
 
@@ -86,16 +88,56 @@ bool is_loopback(std::string_view host) {
 
 void configure_remote(caf::actor_system_config& cfg, const tls_config& tls) {
   configure_network(cfg, tls);
-  // Both sides send a heartbeat every second and drop a connection that
-  // stayed silent for `remote_liveness`: a node that vanished without
-  // closing its sockets (a dead machine, a cut cable) still turns every
-  // pending call into `node_unreachable` within seconds.
-  cfg.set("middleman.heartbeat-interval",
-          caf::timespan{std::chrono::seconds{1}});
+  // CAF's own heartbeat loop stays off: it starts with the actor system, and
+  // CAF 0.17.6 records a connection it opens as last heard of at the clock's
+  // epoch until the peer's first bytes arrive, so any tick of that loop
+  // during a connect's handshake drops the connection
+  // (`connection_timeout`): a node that takes longer than a heartbeat
+  // interval to answer a handshake (many clients at once) could not be
+  // reached at all. `start_liveness` starts the same loop once the first
+  // connection is up or the node is published.
+  cfg.set("middleman.heartbeat-interval", caf::timespan{0});
   cfg.set("middleman.connection-timeout", caf::timespan{remote_liveness});
 }
 
 namespace {
+
+/// How long a node lets a client's connection be silent before it drops
+/// it: longer than a client waits on a silent node (`remote_liveness`). A
+/// client process starved of CPU on a loaded machine sends its heartbeat
+/// late; taking it for gone would fail its calls, while a client that is
+/// really gone only has its sessions stopped a little later (after this
+/// and the client grace period).
+constexpr std::chrono::seconds node_side_liveness{3 * remote_liveness};
+
+/// Starts the heartbeat loop of `sys` (once) with `timeout`.
+void start_heartbeat(caf::actor_system& sys, std::chrono::seconds timeout) {
+  static std::mutex mtx;
+  static const auto key = caf::atom("sbx_live");
+  std::lock_guard<std::mutex> guard{mtx};
+  if (sys.registry().get(key))
+    return;
+  auto basp = sys.middleman().named_broker<caf::io::basp_broker>(
+    caf::atom("BASP"));
+  // The BASP broker's tick: it sends a heartbeat on every connection, drops
+  // the connections silent for longer than `timeout` and schedules the next
+  // tick one interval later, for as long as the system runs.
+  caf::anon_send(basp, caf::tick_atom_v, sys.clock().now(),
+                 caf::timespan{remote_heartbeat}, caf::timespan{timeout});
+  sys.registry().put(key, caf::actor_cast<caf::strong_actor_ptr>(basp));
+}
+
+} // namespace
+
+void start_liveness(caf::actor_system& sys) {
+  start_heartbeat(sys, remote_liveness);
+}
+
+namespace {
+
+/// How often a connect that CAF dropped during its handshake for a tick of
+/// the liveness loop is made (see `connect_node`).
+constexpr int connect_attempts = 3;
 
 std::mutex labels_mtx;
 std::map<caf::node_id, std::string> labels;
@@ -121,6 +163,10 @@ caf::error unreachable_error(const caf::node_id& id) {
 result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
                               const std::string& bind, uint16_t port,
                               bool tls) {
+  // The node's connections get fresh descriptor numbers (see
+  // remote_accept.cpp).
+  if (!detail::renumbers_accepted_connections())
+    return error{errc::io_error, "accepting connections is not set up"};
   auto in = bind.empty() ? nullptr : bind.c_str();
   auto got = tls ? caf::openssl::publish(node, port, in, true)
                  : sys.middleman().publish(node, port, in, true);
@@ -129,15 +175,29 @@ result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
                  fmt::format("cannot listen on {}: {}",
                              node_address{bind, port}.to_string(),
                              sys.render(got.error()))};
+  start_heartbeat(sys, node_side_liveness);
   return *got;
 }
 
 result<node_actor> connect_node(caf::actor_system& sys,
                                 const node_address& addr, bool tls) {
-  auto got = tls ? caf::openssl::remote_actor<node_actor>(sys, addr.host,
-                                                          addr.port)
-                 : sys.middleman().remote_actor<node_actor>(addr.host,
-                                                            addr.port);
+  auto attempt = [&] {
+    return tls ? caf::openssl::remote_actor<node_actor>(sys, addr.host,
+                                                        addr.port)
+               : sys.middleman().remote_actor<node_actor>(addr.host,
+                                                          addr.port);
+  };
+  auto got = attempt();
+  // Once the liveness loop runs (an earlier connection of this system, or a
+  // node it publishes), CAF 0.17.6 drops a connection whose handshake spans
+  // one of its ticks as `connection_timeout` (see `configure_remote`).
+  // Nothing went over that connection yet: it is made again, a bounded
+  // number of times (a handshake slower than a heartbeat interval each
+  // time is a node that does not answer).
+  for (int i = 1; i < connect_attempts && !got
+                  && got.error() == caf::sec::connection_timeout;
+       ++i)
+    got = attempt();
   if (!got) {
     auto& err = got.error();
     // A failed (TLS) handshake, explained; else what CAF says.
@@ -153,6 +213,7 @@ result<node_actor> connect_node(caf::actor_system& sys,
                  fmt::format("node {} is unreachable: {}", addr.to_string(),
                              why)};
   }
+  start_liveness(sys);
   std::lock_guard<std::mutex> guard{labels_mtx};
   labels[got->node()] = addr.to_string();
   return std::move(*got);

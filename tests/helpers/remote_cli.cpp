@@ -136,8 +136,18 @@ int main(int argc, char** argv) {
                          "--workdir", cwd, "--home", home, "--json"},
                         out);
   auto at = out.find("\"id\":\"");
-  if (created != 0 || at == std::string::npos)
-    return created == 0 ? 125 : created;
+  if (created != 0 || at == std::string::npos) {
+    // The CLI's error went to its stdout (--json), captured here: say why.
+    while (!out.empty() && out.back() == '\n')
+      out.pop_back();
+    std::fprintf(stderr,
+                 "remote_cli: `session create` on node %s %s: %s\n", node,
+                 created < 0    ? "could not run"
+                 : created == 0 ? "printed no session id"
+                                : ("exited " + std::to_string(created)).c_str(),
+                 out.empty() ? "(no output)" : out.c_str());
+    return created == 0 ? 125 : created < 0 ? 125 : created;
+  }
   auto id = out.substr(at + 6, 36);
   args.insert(args.end(), {"--session", id});
   args.insert(args.end(), argv + 1, argv + argc);

@@ -45,14 +45,37 @@ result<node_address> parse_node_address(std::string_view text,
 /// is reachable from this machine only).
 bool is_loopback(std::string_view host);
 
-/// Loads the network layer into `cfg` (see `configure_network`) and sets
-/// the heartbeat of connections so that a peer that vanished without
-/// closing its connection is noticed within `remote_liveness`.
+/// Loads the network layer into `cfg` (see `configure_network`). The
+/// heartbeat of connections, which notices a peer that vanished without
+/// closing its connection within `remote_liveness`, starts with the first
+/// `publish_node` or `connect_node` of the actor system (see
+/// `start_liveness`).
 void configure_remote(caf::actor_system_config& cfg, const tls_config& tls);
+
+/// Every connection of the actor system carries a heartbeat each
+/// `remote_heartbeat` from now on, and one that carried nothing for
+/// `remote_liveness` is closed. Idempotent (the first start of a system
+/// holds); `connect_node` calls it, and `publish_node` starts the same loop
+/// with a node's longer patience with its clients (12 s). It is not part of
+/// CAF's start-up on purpose: CAF 0.17.6 would drop a connection whose
+/// handshake spans a heartbeat tick (see remote.cpp).
+void start_liveness(caf::actor_system& sys);
+
+/// Both sides of a connection send a heartbeat this often.
+constexpr std::chrono::seconds remote_heartbeat{1};
 
 /// A connection that carried nothing, not even heartbeats, for this long is
 /// closed: every pending call over it fails with `node_unreachable`.
 constexpr std::chrono::seconds remote_liveness{4};
+
+namespace detail {
+
+/// Always true: the connections this process accepts get descriptor numbers
+/// no recent connection had (a workaround for CAF 0.17.6 in accept(), see
+/// remote_accept.cpp). `publish_node` refers to it so that it is linked in.
+bool renumbers_accepted_connections();
+
+} // namespace detail
 
 /// Publishes `node` on `bind:port` (port 0: a free port), with TLS when
 /// `tls` (the actor system must have been configured for it).
