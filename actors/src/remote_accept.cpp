@@ -1,5 +1,8 @@
 // The accept() of every process that links the remote layer: a connection
-// a node accepts gets a descriptor number that no recent connection had.
+// that a published node accepts gets a descriptor number that no recent
+// connection had. Only the listening sockets of published nodes (found by
+// their port) are affected; a host application's accept() calls return
+// what the kernel gave, unchanged.
 //
 // CAF 0.17.6's BASP broker knows a connection by its descriptor number, and
 // forgets a closed connection late: its cleanup waits in the broker's queue
@@ -17,6 +20,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -35,6 +39,29 @@ namespace {
 using accept_fn = int (*)(int, sockaddr*, socklen_t*);
 
 std::atomic<uint64_t> next_number{0};
+
+/// The ports of published nodes; 0 marks a free slot.
+constexpr size_t max_ports = 16;
+std::atomic<uint16_t> ports[max_ports];
+
+/// Whether `listener` is bound to the port of a published node.
+bool is_node_listener(int listener) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return false;
+  uint16_t port = 0;
+  if (addr.ss_family == AF_INET)
+    port = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  else if (addr.ss_family == AF_INET6)
+    port = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  else
+    return false;
+  for (auto& p : ports)
+    if (port != 0 && p.load(std::memory_order_acquire) == port)
+      return true;
+  return false;
+}
 
 /// `fd`, moved to the next number of the upper half of the descriptor
 /// limit (close-on-exec); `fd` itself when that fails.
@@ -61,8 +88,15 @@ int renumber(int fd) {
 
 namespace detail {
 
-bool renumbers_accepted_connections() {
-  return true;
+bool renumber_connections_to(uint16_t port) {
+  for (auto& p : ports) {
+    uint16_t expected = 0;
+    if (p.load(std::memory_order_acquire) == port)
+      return true;
+    if (p.compare_exchange_strong(expected, port, std::memory_order_acq_rel))
+      return true;
+  }
+  return false;
 }
 
 } // namespace detail
@@ -77,5 +111,7 @@ extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
     return -1;
   }
   int got = real(fd, addr, len);
-  return got < 0 ? got : sandbox::actors::renumber(got);
+  if (got < 0 || !sandbox::actors::is_node_listener(fd))
+    return got;
+  return sandbox::actors::renumber(got);
 }

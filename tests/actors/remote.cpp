@@ -6,6 +6,14 @@
 // one actor system, reached by another one (its own middleman) through
 // `remote_node`, exactly as a client in another process would.
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -114,6 +122,44 @@ CAF_TEST(node addresses parse with ports and IPv6 brackets) {
   CAF_CHECK(is_loopback("localhost"));
   CAF_CHECK(!is_loopback("0.0.0.0"));
   CAF_CHECK(!is_loopback("192.168.1.4"));
+}
+
+CAF_TEST(a host application's accepted sockets keep the kernel's numbers) {
+  served_node served;
+  // A listening socket of the host's own, next to a published node.
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CAF_REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  CAF_REQUIRE_EQUAL(::bind(listener, reinterpret_cast<sockaddr*>(&addr),
+                           sizeof(addr)),
+                    0);
+  CAF_REQUIRE_EQUAL(::listen(listener, 1), 0);
+  CAF_REQUIRE_EQUAL(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr),
+                                  &len),
+                    0);
+  int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CAF_REQUIRE(client >= 0);
+  CAF_REQUIRE_EQUAL(::connect(client, reinterpret_cast<sockaddr*>(&addr),
+                              sizeof(addr)),
+                    0);
+  // A node's connections move to the upper half of the descriptor limit;
+  // the host's accepted socket gets a low number, as the kernel chose it.
+  int accepted = ::accept(listener, nullptr, nullptr);
+  CAF_REQUIRE(accepted >= 0);
+  rlimit lim{};
+  CAF_REQUIRE_EQUAL(::getrlimit(RLIMIT_NOFILE, &lim), 0);
+  auto upper_half = std::max<rlim_t>(64, std::min<rlim_t>(lim.rlim_cur,
+                                                          rlim_t{1} << 20)
+                                           / 2);
+  CAF_CHECK_LESS(static_cast<rlim_t>(accepted), upper_half);
+  // Not made close-on-exec either: the host's flags are its own.
+  CAF_CHECK_EQUAL(::fcntl(accepted, F_GETFD) & FD_CLOEXEC, 0);
+  ::close(accepted);
+  ::close(client);
+  ::close(listener);
 }
 
 CAF_TEST(a node that does not listen is node unreachable naming it) {

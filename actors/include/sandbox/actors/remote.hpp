@@ -70,10 +70,13 @@ constexpr std::chrono::seconds remote_liveness{4};
 
 namespace detail {
 
-/// Always true: the connections this process accepts get descriptor numbers
-/// no recent connection had (a workaround for CAF 0.17.6 in accept(), see
-/// remote_accept.cpp). `publish_node` refers to it so that it is linked in.
-bool renumbers_accepted_connections();
+/// From now on, the connections accepted on a listening socket bound to
+/// `port` get descriptor numbers no recent connection had (a workaround for
+/// CAF 0.17.6 in accept(), see remote_accept.cpp). Connections accepted on
+/// any other socket (a host application's) are left exactly as accept()
+/// made them. `publish_node` calls it for the port it listens on.
+/// @returns false when no more ports can be registered (16 at most).
+bool renumber_connections_to(uint16_t port);
 
 } // namespace detail
 
