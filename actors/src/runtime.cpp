@@ -77,11 +77,19 @@ runtime::runtime(runtime_config cfg)
                             ? i->second
                             : std::string{"/tmp"};
   }
-  // Writing to a pipe whose reader is gone must fail with EPIPE instead of
-  // killing the node; children get default dispositions back at spawn.
-  ::signal(SIGPIPE, SIG_IGN);
+  // SIGPIPE keeps the host's disposition: the reactor's threads block it
+  // (child stdin writes fail with EPIPE there). The watchdog starts before
+  // the reaper may make this process a subreaper, so that it is never
+  // re-parented to us.
+  watchdog_ = std::make_unique<sandbox::watchdog::lease>();
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
-  reaper_ = sandbox::reaper::make(*reactor_, cfg_.reap_all_orphans);
+  // A process that is only a node (reap_all_orphans) is a subreaper and
+  // reaps every orphan; a host application keeps its own orphan handling
+  // and SIGCHLD disposition.
+  sandbox::reaper_options ropts;
+  ropts.reap_all_orphans = cfg_.reap_all_orphans;
+  ropts.subreaper = cfg_.reap_all_orphans;
+  reaper_ = sandbox::reaper::make(*reactor_, ropts);
 }
 
 runtime::~runtime() {
@@ -90,15 +98,19 @@ runtime::~runtime() {
   // join itself: hand the teardown to a thread of its own, which joins the
   // reactor once the current callback has returned.
   if (reactor_->executor().running_in_this_thread()) {
-    std::thread{[reap = std::move(reaper_), r = std::move(reactor_)]() mutable {
+    std::thread{[reap = std::move(reaper_), r = std::move(reactor_),
+                 dog = std::move(watchdog_)]() mutable {
       reap.reset();
       r.reset();
+      dog.reset();
     }}.detach();
     return;
   }
   // The reaper's signal set lives on the reactor: destroy it first.
   reaper_.reset();
   reactor_.reset();
+  // Last: "bye" to the watchdog once nothing of this runtime runs.
+  watchdog_.reset();
 }
 
 } // namespace sandbox::actors

@@ -12,6 +12,7 @@
 #include "sandbox/reactor.hpp"
 #include "sandbox/reaper.hpp"
 #include "sandbox/terminator.hpp"
+#include "sandbox/watchdog.hpp"
 
 namespace sandbox::actors {
 
@@ -37,9 +38,11 @@ struct runtime_config {
   /// `<temp_directory>/sandbox-<uid>/home`. Empty: `$TMPDIR` as the runtime
   /// is made, or `/tmp` when that is unset or empty.
   std::string temp_directory;
-  /// Reap every orphan re-parented to the node, not only the ones known to
-  /// be a session's. Set it when the process is only a node (CLI, serve);
-  /// leave it off when a host application waits for children of its own.
+  /// The process is only a node (CLI, serve): it becomes a child subreaper
+  /// (orphaned descendants are re-parented to it), installs a SIGCHLD
+  /// handler (with SA_RESTART) and reaps every orphan, not only the ones
+  /// known to be a session's. Leave it off in a host application: the node
+  /// then changes neither its SIGCHLD disposition nor its orphan handling.
   bool reap_all_orphans = false;
 };
 
@@ -121,6 +124,8 @@ public:
 private:
   runtime_config cfg_;
   env_map base_env_;
+  /// Keeps the process's watchdog running while this runtime lives.
+  std::unique_ptr<sandbox::watchdog::lease> watchdog_;
   std::unique_ptr<sandbox::reactor> reactor_;
   std::shared_ptr<sandbox::reaper> reaper_;
   std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();

@@ -1,0 +1,397 @@
+#include "sandbox/watchdog.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+namespace sandbox {
+
+namespace {
+
+// Record types, the first byte of every message.
+constexpr char rec_watch_group = 'G';
+constexpr char rec_forget_group = 'g';
+constexpr char rec_watch_cgroup = 'C';
+constexpr char rec_forget_cgroup = 'c';
+constexpr char rec_bye = 'B';
+
+/// Process group ids are below PID_MAX_LIMIT (2^22 on 64-bit Linux).
+constexpr size_t group_limit = size_t{1} << 22;
+constexpr size_t path_size = 4096;
+/// The longest cgroup directory a record may carry: the watchdog appends
+/// "/cgroup.kill" and a NUL in a slot of `path_size` bytes.
+constexpr size_t max_dir = 4000;
+constexpr char kill_file[] = "/cgroup.kill";
+
+/// The watchdog's whole memory, mapped before it starts: it never
+/// allocates. Pages are mapped on first touch, so the bitmap costs only
+/// the pages that hold watched groups.
+struct table {
+  uint64_t groups[group_limit / 64];
+  /// `<dir>/cgroup.kill`, or empty.
+  char cgroups[watchdog::max_cgroups][path_size];
+};
+
+// ---------------------------------------------------------------------------
+// The watchdog process. Everything below runs in a copy of a multithreaded
+// process: raw system calls only (async-signal-safe), no allocation, no
+// locks, `_exit` to end.
+
+[[noreturn]] void die(int status) {
+  ::_exit(status);
+}
+
+void kill_everything(table& t) {
+  for (auto& path : t.cgroups) {
+    if (path[0] == '\0')
+      continue;
+    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void) !::write(fd, "1", 1);
+      ::close(fd);
+    }
+  }
+  for (size_t w = 0; w < group_limit / 64; ++w) {
+    auto bits = t.groups[w];
+    while (bits != 0) {
+      auto b = static_cast<size_t>(__builtin_ctzll(bits));
+      bits &= bits - 1;
+      ::kill(-static_cast<pid_t>(w * 64 + b), SIGKILL);
+    }
+  }
+}
+
+/// Drops the groups that have no member left: their ids may be reused by
+/// processes that are not ours.
+void prune_groups(table& t, size_t words) {
+  for (size_t w = 0; w < words; ++w) {
+    auto bits = t.groups[w];
+    while (bits != 0) {
+      auto b = static_cast<size_t>(__builtin_ctzll(bits));
+      bits &= bits - 1;
+      auto pgid = static_cast<pid_t>(w * 64 + b);
+      if (::kill(-pgid, 0) != 0 && errno == ESRCH)
+        t.groups[w] &= ~(uint64_t{1} << b);
+    }
+  }
+}
+
+bool same_dir(const char* slot, const char* dir, size_t len) {
+  return std::memcmp(slot, dir, len) == 0
+         && std::memcmp(slot + len, kill_file, sizeof(kill_file)) == 0;
+}
+
+void apply(table& t, const char* rec, size_t n, size_t& words) {
+  if ((rec[0] == rec_watch_group || rec[0] == rec_forget_group)
+      && n == 1 + sizeof(int32_t)) {
+    int32_t pgid;
+    std::memcpy(&pgid, rec + 1, sizeof(pgid));
+    if (pgid <= 1 || static_cast<size_t>(pgid) >= group_limit)
+      return;
+    auto w = static_cast<size_t>(pgid) / 64;
+    auto bit = uint64_t{1} << (static_cast<size_t>(pgid) % 64);
+    if (rec[0] == rec_watch_group) {
+      t.groups[w] |= bit;
+      words = std::max(words, w + 1);
+    } else {
+      t.groups[w] &= ~bit;
+    }
+    return;
+  }
+  if ((rec[0] == rec_watch_cgroup || rec[0] == rec_forget_cgroup) && n > 1
+      && n - 1 <= max_dir) {
+    auto dir = rec + 1;
+    auto len = n - 1;
+    char* free_slot = nullptr;
+    for (auto& slot : t.cgroups) {
+      if (slot[0] == '\0') {
+        if (free_slot == nullptr)
+          free_slot = slot;
+      } else if (same_dir(slot, dir, len)) {
+        if (rec[0] == rec_forget_cgroup)
+          slot[0] = '\0';
+        return;
+      }
+    }
+    if (rec[0] == rec_watch_cgroup && free_slot != nullptr) {
+      std::memcpy(free_slot, dir, len);
+      std::memcpy(free_slot + len, kill_file, sizeof(kill_file));
+    }
+  }
+}
+
+int64_t now_ms() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+/// Leaves the node's signal dispositions, mask and descriptors behind.
+void detach(int& sock) {
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  // The node's handlers would run the node's code in this copy of it.
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      ::sigaction(sig, &dfl, nullptr);
+  struct sigaction ign = dfl;
+  ign.sa_handler = SIG_IGN;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN,
+                  SIGTTOU, SIGUSR1, SIGUSR2})
+    ::sigaction(sig, &ign, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (sock != 3) {
+    if (::dup2(sock, 3) < 0)
+      die(1);
+    sock = 3;
+  }
+  if (::syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+    for (int fd = 4; fd < 4096; ++fd)
+      ::close(fd);
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    if (null > 3)
+      ::close(null);
+  }
+  (void) !::chdir("/");
+  ::prctl(PR_SET_NAME, "sandbox-watch", 0, 0, 0);
+}
+
+[[noreturn]] void watchdog_main(int sock, table& t) {
+  detach(sock);
+  static_assert(1 + max_dir < path_size);
+  char rec[path_size];
+  size_t words = 0; // groups[0, words) may hold a bit
+  auto next_prune = now_ms() + 1000;
+  for (;;) {
+    pollfd p{sock, POLLIN, 0};
+    auto wait = next_prune - now_ms();
+    int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(wait, 0)));
+    if (rc < 0 && errno != EINTR)
+      die(1);
+    if (now_ms() >= next_prune) {
+      prune_groups(t, words);
+      next_prune = now_ms() + 1000;
+    }
+    if (rc <= 0)
+      continue;
+    auto n = ::recv(sock, rec, sizeof(rec), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+        continue;
+      if (errno != ECONNRESET)
+        die(1); // cannot read: nothing is known any more
+      n = 0;
+    }
+    if (n == 0) {
+      // The node's end closed without "bye": the node died.
+      kill_everything(t);
+      die(0);
+    }
+    if (rec[0] == rec_bye)
+      die(0);
+    apply(t, rec, static_cast<size_t>(n), words);
+  }
+}
+
+pid_t raw_fork(int exit_signal) {
+  // Not fork(): no atfork handlers and no locks in a copy of a
+  // multithreaded process.
+  return static_cast<pid_t>(::syscall(SYS_clone, exit_signal, 0, 0, 0, 0));
+}
+
+// ---------------------------------------------------------------------------
+// The node's side.
+
+struct shared_state {
+  std::mutex mtx;
+  size_t leases = 0;
+  int fd = -1;
+  pid_t pid = 0;
+  std::vector<std::string> cgroups;
+  bool warned = false;
+};
+
+shared_state& shared() {
+  // Never destroyed: a lease may end during static destruction.
+  static auto* s = new shared_state;
+  return *s;
+}
+
+/// Starts the watchdog; returns its pid and the node's end, or 0 and -1.
+std::pair<pid_t, int> start() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    spdlog::warn("cannot start the watchdog: socketpair: {}",
+                 std::strerror(errno));
+    return {0, -1};
+  }
+  void* mem = ::mmap(nullptr, sizeof(table), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) {
+    spdlog::warn("cannot start the watchdog: mmap: {}", std::strerror(errno));
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return {0, -1};
+  }
+  // An intermediate process that exits at once, so that the watchdog is
+  // not a child of ours; it sends no SIGCHLD (exit signal 0) and only a
+  // `waitpid` with __WALL sees it, so a host's `waitpid(-1)` never does.
+  auto middle = raw_fork(0);
+  if (middle == 0) {
+    ::setsid();
+    auto dog = raw_fork(SIGCHLD);
+    if (dog == 0)
+      watchdog_main(sv[1], *static_cast<table*>(mem));
+    int32_t reply = dog > 0 ? dog : -errno;
+    (void) !::send(sv[1], &reply, sizeof(reply), MSG_NOSIGNAL);
+    die(0);
+  }
+  auto err = errno;
+  ::munmap(mem, sizeof(table));
+  ::close(sv[1]);
+  if (middle < 0) {
+    spdlog::warn("cannot start the watchdog: clone: {}", std::strerror(err));
+    ::close(sv[0]);
+    return {0, -1};
+  }
+  int status = 0;
+  while (::waitpid(middle, &status, __WALL) < 0 && errno == EINTR)
+    ;
+  int32_t reply = 0;
+  auto n = ::recv(sv[0], &reply, sizeof(reply), MSG_DONTWAIT);
+  if (n != static_cast<ssize_t>(sizeof(reply)) || reply <= 0) {
+    spdlog::warn("cannot start the watchdog: {}",
+                 n == static_cast<ssize_t>(sizeof(reply))
+                   ? std::strerror(-reply)
+                   : "the intermediate process ended without an answer");
+    ::close(sv[0]);
+    return {0, -1};
+  }
+  spdlog::debug("watchdog started: pid {}", reply);
+  return {static_cast<pid_t>(reply), sv[0]};
+}
+
+/// Sends one record; the caller holds the mutex.
+void send_record(shared_state& s, const char* data, size_t n) {
+  if (s.fd < 0)
+    return;
+  ssize_t rc;
+  while ((rc = ::send(s.fd, data, n, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+    ;
+  if (rc < 0 && !s.warned) {
+    s.warned = true;
+    spdlog::warn("the watchdog (pid {}) is gone ({}): processes of this "
+                 "node may outlive it if it dies",
+                 s.pid, std::strerror(errno));
+  }
+}
+
+void send_group(char type, pid_t pgid) {
+  char rec[1 + sizeof(int32_t)];
+  rec[0] = type;
+  auto v = static_cast<int32_t>(pgid);
+  std::memcpy(rec + 1, &v, sizeof(v));
+  auto& s = shared();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  send_record(s, rec, sizeof(rec));
+}
+
+} // namespace
+
+watchdog::lease::lease() {
+  auto& s = shared();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  if (s.leases++ == 0) {
+    std::tie(s.pid, s.fd) = start();
+    s.warned = false;
+  }
+}
+
+watchdog::lease::~lease() {
+  auto& s = shared();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  if (--s.leases > 0 || s.fd < 0)
+    return;
+  // A normal end: the watchdog exits without killing anything.
+  send_record(s, &rec_bye, 1);
+  ::close(s.fd);
+  s.fd = -1;
+  s.pid = 0;
+  s.cgroups.clear();
+}
+
+void watchdog::watch_cgroup(const std::string& dir) {
+  auto& s = shared();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  if (s.fd < 0)
+    return;
+  if (dir.empty() || dir.front() != '/' || dir.size() > max_dir
+      || dir.find('\0') != std::string::npos) {
+    spdlog::warn("the watchdog cannot watch cgroup {}: not an absolute path "
+                 "of at most {} bytes",
+                 dir, max_dir);
+    return;
+  }
+  if (std::find(s.cgroups.begin(), s.cgroups.end(), dir) != s.cgroups.end())
+    return;
+  if (s.cgroups.size() >= max_cgroups) {
+    spdlog::warn("the watchdog cannot watch cgroup {}: it watches {} already",
+                 dir, max_cgroups);
+    return;
+  }
+  s.cgroups.push_back(dir);
+  std::string rec = rec_watch_cgroup + dir;
+  send_record(s, rec.data(), rec.size());
+}
+
+void watchdog::forget_cgroup(const std::string& dir) {
+  auto& s = shared();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  auto i = std::find(s.cgroups.begin(), s.cgroups.end(), dir);
+  if (s.fd < 0 || i == s.cgroups.end())
+    return;
+  s.cgroups.erase(i);
+  std::string rec = rec_forget_cgroup + dir;
+  send_record(s, rec.data(), rec.size());
+}
+
+void watchdog::watch_group(pid_t pgid) {
+  send_group(rec_watch_group, pgid);
+}
+
+void watchdog::forget_group(pid_t pgid) {
+  send_group(rec_forget_group, pgid);
+}
+
+pid_t watchdog::pid() {
+  auto& s = shared();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  return s.pid;
+}
+
+} // namespace sandbox
