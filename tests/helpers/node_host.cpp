@@ -65,6 +65,8 @@ std::vector<pid_t> members(pid_t pgid, int& sleeps) {
 
 int die_mode(const std::string& dir, bool reap_all) {
   ::setpgid(0, 0);
+  // As a CLI: Ctrl-C ends it (a shell's background job would ignore it).
+  ::signal(SIGINT, SIG_DFL);
   runtime_config cfg;
   cfg.reap_all_orphans = reap_all;
   embedded_node node{cfg};
