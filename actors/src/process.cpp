@@ -180,8 +180,9 @@ void end_execution(self_ptr self, exit_reason why) {
     return;
   }
   auto pid = st.child->pid();
-  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(),
-                  executions_query({pid}, {}, st.p.marker_prefix), {pid},
+  auto q = executions_query({pid}, {}, st.p.marker_prefix);
+  q.cgroup = st.child->cgroup();
+  async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q), {pid},
                   st.p.rt->config().stop,
                   [weak = weak_self(self, *st.p.rt)](stop_receipt receipt) {
                     send_if_alive<process_actor_impl>(weak, ended_atom_v,

@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/launcher.hpp"
@@ -62,6 +64,15 @@ result<void> validate(const runtime_config& cfg) {
     return invalid("stop.poll", ms(cfg.stop.poll), "must be positive");
   if (cfg.linger.count() < 0)
     return invalid("linger", ms(cfg.linger), "must not be negative");
+  if (cfg.containment == containment_choice::cgroup) {
+    auto own = find_own_cgroup();
+    if (!own)
+      return invalid("containment", "cgroup", own.error().message);
+    if (::access(own->c_str(), W_OK) != 0)
+      return invalid("containment", "cgroup",
+                     fmt::format("own cgroup {} is not writable: {}", *own,
+                                 std::strerror(errno)));
+  }
   if (!cfg.temp_directory.empty())
     if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
       return invalid("temp_directory", quote_for_message(cfg.temp_directory),
@@ -82,13 +93,35 @@ runtime::runtime(runtime_config cfg)
   // the reaper may make this process a subreaper, so that it is never
   // re-parented to us.
   watchdog_ = std::make_unique<sandbox::watchdog::lease>();
+  if (cfg_.containment == containment_choice::process_group) {
+    containment_detail_ = "forced by runtime_config.containment";
+  } else if (auto tree = cgroup_tree::create()) {
+    cgroups_ = std::move(*tree);
+  } else {
+    containment_detail_ = tree.error().message;
+    if (cfg_.containment == containment_choice::cgroup)
+      spdlog::error("containment cgroup was required: {}", containment_detail_);
+  }
+  if (cgroups_) {
+    spdlog::info("containment: cgroup ({}; children launched with {})",
+                 cgroups_->node_root(), launch_method());
+    // Leftovers of nodes whose process died (once per process); then the
+    // cgroups of this process's nodes: the watchdog kills them if it dies.
+    static std::once_flag leftovers;
+    std::call_once(leftovers, [&] { remove_dead_cgroups(cgroups_->own()); });
+    sandbox::watchdog::watch_cgroup(cgroups_->process_root());
+  } else {
+    spdlog::info("containment: process_group ({})", containment_detail_);
+  }
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
   // A process that is only a node (reap_all_orphans) is a subreaper and
   // reaps every orphan; a host application keeps its own orphan handling
   // and SIGCHLD disposition.
   sandbox::reaper_options ropts;
   ropts.reap_all_orphans = cfg_.reap_all_orphans;
-  ropts.subreaper = cfg_.reap_all_orphans;
+  // In the cgroup mode a tree is held by its cgroup whoever its parent is:
+  // no subreaper, no SIGCHLD handler.
+  ropts.subreaper = cfg_.reap_all_orphans && !cgroups_;
   reaper_ = sandbox::reaper::make(*reactor_, ropts);
 }
 
@@ -99,9 +132,11 @@ runtime::~runtime() {
   // reactor once the current callback has returned.
   if (reactor_->executor().running_in_this_thread()) {
     std::thread{[reap = std::move(reaper_), r = std::move(reactor_),
+                 cg = std::move(cgroups_),
                  dog = std::move(watchdog_)]() mutable {
       reap.reset();
       r.reset();
+      cg.reset();
       dog.reset();
     }}.detach();
     return;
@@ -109,8 +144,25 @@ runtime::~runtime() {
   // The reaper's signal set lives on the reactor: destroy it first.
   reaper_.reset();
   reactor_.reset();
+  cgroups_.reset();
   // Last: "bye" to the watchdog once nothing of this runtime runs.
   watchdog_.reset();
+}
+
+const std::string& runtime::cgroup_root() const noexcept {
+  static const std::string none;
+  return cgroups_ ? cgroups_->node_root() : none;
+}
+
+std::string runtime::session_cgroup(const std::string& id) const {
+  return cgroups_ ? cgroups_->session_path(id) : std::string{};
+}
+
+result<std::string> runtime::execution_cgroup(const std::string& id,
+                                              uint64_t exec) const {
+  if (!cgroups_)
+    return std::string{};
+  return cgroups_->make_execution(id, exec);
 }
 
 } // namespace sandbox::actors

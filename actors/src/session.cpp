@@ -68,6 +68,7 @@ struct session_state {
     for (auto& [addr, c] : children)
       own.push_back(c.pid);
     auto q = executions_query(own, groups, marker_prefix);
+    q.cgroup = p.rt->session_cgroup(p.id);
     async_terminate(p.rt->reactor(), p.rt->reaper(), std::move(q),
                     std::move(own), p.rt->config().stop, nullptr);
   }
@@ -163,6 +164,10 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   // R1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
+  auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
+  if (!cgroup)
+    return cgroup.error();
+  spec->cgroup = std::move(*cgroup);
   auto child = st.p.rt->reaper()->launch_owned(
     [&] { return child_process::start(st.p.rt->reactor(), *spec); });
   if (!child)
@@ -230,10 +235,12 @@ void begin_stop(self_ptr self) {
     // Nothing was ever started: no process can carry the marker, so there
     // is nothing to sweep.
     st.sweep = stop_receipt{};
+    st.sweep->mode = st.p.rt->containment();
     maybe_complete_stop(self);
     return;
   }
   auto q = executions_query(own, st.groups, st.marker_prefix);
+  q.cgroup = st.p.rt->session_cgroup(st.p.id);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,
                   [weak = weak_self(self, *st.p.rt)](stop_receipt receipt) {
@@ -333,6 +340,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         std::count_if(st.children.begin(), st.children.end(),
                       [](auto& kv) { return kv.second.running; }));
       info.stopped = st.stopped;
+      info.containment = st.p.rt->containment();
       return info;
     },
     [self](files_atom) -> caf::result<filesystem_actor> {

@@ -187,5 +187,6 @@ command add_stat(CLI::App& app, global_options& g);
 command add_session(CLI::App& app, global_options& g);
 command add_mcp(CLI::App& app, global_options& g);
 command add_serve(CLI::App& app, global_options& g);
+command add_info(CLI::App& app, global_options& g);
 
 } // namespace sandbox::cli

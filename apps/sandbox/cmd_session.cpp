@@ -94,11 +94,17 @@ void print_receipt(const global_options& g, const std::string& id,
     j["ended"] = receipt.ended;
     j["killed"] = receipt.killed;
     j["survivors"] = receipt.survivors;
+    j["containment"] = to_string(receipt.mode);
     print_json(j);
   } else
-    emit(1, fmt::format("stopped {}: {} ended, {} killed, {} survivors\n",
+    // The process-group mode cannot see a descendant that left its group
+    // and cleared its marker: its count is qualified, never bare.
+    emit(1, fmt::format("stopped {}: {} ended, {} killed, {} survivors{}\n",
                         escape_control(id), receipt.ended, receipt.killed,
-                        receipt.survivors));
+                        receipt.survivors,
+                        receipt.mode == containment_mode::cgroup
+                          ? " (cgroup)"
+                          : " (process groups only)"));
 }
 
 /// `session create|list|stop` on the remote nodes of --node.

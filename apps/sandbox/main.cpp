@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_session(app, g));
   commands.push_back(add_mcp(app, g));
   commands.push_back(add_serve(app, g));
+  commands.push_back(add_info(app, g));
   std::vector<std::string> args{argv + std::min(argc, 1), argv + argc};
   auto end = options_end(args);
   bool json = std::find(args.begin(), args.begin() + static_cast<long>(end),

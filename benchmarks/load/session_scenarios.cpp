@@ -21,11 +21,13 @@
 #include <caf/scoped_actor.hpp>
 
 #include <cstring>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
 #include "bench.hpp"
+#include "sandbox/cgroup.hpp"
 
 namespace sandbox::bench {
 
@@ -221,6 +223,34 @@ stop_result ours_stop(actors::embedded_node& node, const options& opt,
   return out;
 }
 
+/// Milliseconds per session of create, `true` once, stop, in the
+/// containment mode `mode` (the cgroup mode makes the session's cgroups at
+/// the first execution and removes them at the stop).
+double first_exec_ms(const options& opt, actors::containment_choice mode,
+                     const std::string& prefix, size_t n) {
+  auto cfg = node_config(opt);
+  cfg.containment = mode;
+  actors::embedded_node node{cfg};
+  auto round = [&](const std::string& name) {
+    auto s = make_session(node, opt, name);
+    auto r = s.execute("true");
+    if (!r || r->exit_code != 0)
+      throw std::runtime_error("true failed in a new session");
+    stop_session(s);
+  };
+  for (size_t i = 0; i < 20; ++i)
+    round(fmt::format("{}/warm{}", prefix, i));
+  auto start = clock::now();
+  for (size_t i = 0; i < n; ++i)
+    round(fmt::format("{}/s{}", prefix, i));
+  return ms_between(start, clock::now()) / static_cast<double>(n);
+}
+
+/// Whether this host gives the cgroup mode.
+bool cgroup_mode_available() {
+  return cgroup_tree::create().has_value();
+}
+
 } // namespace
 
 std::vector<row> run_sessions(const options& opt) {
@@ -267,6 +297,28 @@ std::vector<row> run_sessions(const options& opt) {
                        static_cast<double>(ours.threads_added)
                          / static_cast<double>(n));
   rows.push_back(std::move(m));
+  if (cgroup_mode_available()) {
+    auto k = std::max<size_t>(n / 5, 20);
+    auto pg = first_exec_ms(opt, actors::containment_choice::process_group,
+                            "sessions/pg", k);
+    auto cg = first_exec_ms(opt, actors::containment_choice::cgroup,
+                            "sessions/cg", k);
+    remove_tree(opt.scratch + "/sessions");
+    row c;
+    c.scenario = 8;
+    c.key = "session_cgroup";
+    c.label = "session create+`true`+stop, cgroup vs pgroup";
+    c.unit = "ms";
+    c.ours = cg;
+    c.baseline = pg;
+    c.goal = "<= baseline + 2 ms";
+    c.result = judge(cg <= pg + 2.0);
+    c.note = fmt::format("{} sessions each; the cgroup mode adds {:.3f} ms "
+                         "(mkdir of the session's and execution's cgroups, "
+                         "rmdir at reap and stop)",
+                         k, cg - pg);
+    rows.push_back(std::move(c));
+  }
   return rows;
 }
 
@@ -275,18 +327,27 @@ std::vector<row> run_stop(const options& opt) {
   auto raw_ignore = raw_stop(opt, opt.scratch + "/stop/raw-ignore", true);
   stop_result term;
   stop_result ignore;
+  std::optional<stop_result> pg_term;
   {
     actors::embedded_node node{node_config(opt)};
     term = ours_stop(node, opt, "stop/term", false);
     ignore = ours_stop(node, opt, "stop/ignore", true);
   }
+  // The same stop in the other containment mode, when the first one was
+  // the cgroup mode.
+  if (term.receipt.mode == containment_mode::cgroup) {
+    auto cfg = node_config(opt);
+    cfg.containment = actors::containment_choice::process_group;
+    actors::embedded_node node{cfg};
+    pg_term = ours_stop(node, opt, "stop/pg-term", false);
+  }
   remove_tree(opt.scratch + "/stop");
   auto grace_ms = static_cast<double>(opt.grace.count());
   auto note = [](const stop_result& s) {
-    return fmt::format("receipt: ended {}, killed {}, survivors {}; alive "
-                       "after: {}",
+    return fmt::format("receipt: ended {}, killed {}, survivors {} ({}); "
+                       "alive after: {}",
                        s.receipt.ended, s.receipt.killed, s.receipt.survivors,
-                       s.alive_after);
+                       to_string(s.receipt.mode), s.alive_after);
   };
   std::vector<row> rows;
   row t;
@@ -313,6 +374,19 @@ std::vector<row> run_stop(const options& opt) {
                    && ignore.alive_after == 0);
   g.note = note(ignore);
   rows.push_back(std::move(g));
+  if (pg_term) {
+    row c;
+    c.scenario = 9;
+    c.key = "stop_cgroup";
+    c.label = fmt::format("stop {} children, cgroup vs pgroup",
+                          opt.stop_children);
+    c.unit = "ms";
+    c.ours = term.ms;
+    c.baseline = pg_term->ms;
+    c.note = "exit on SIGTERM; baseline: the process-group mode, "
+             + note(*pg_term);
+    rows.push_back(std::move(c));
+  }
   return rows;
 }
 

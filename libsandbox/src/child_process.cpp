@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -19,10 +20,19 @@ namespace asio = boost::asio;
 result<std::shared_ptr<child_process>>
 child_process::start(reactor& r, const launch_spec& spec) {
   auto launched = launch(spec);
-  if (!launched)
+  if (!launched) {
+    // The execution's cgroup was made for this child alone; the session's
+    // goes too if nothing else of the session ever ran (made again, cheaply,
+    // at its next execution).
+    if (!spec.cgroup.empty() && ::rmdir(spec.cgroup.c_str()) == 0) {
+      auto slash = spec.cgroup.rfind('/');
+      ::rmdir(spec.cgroup.substr(0, slash).c_str());
+    }
     return launched.error();
+  }
   auto& c = *launched;
   std::shared_ptr<child_process> self{new child_process(r, c.pid)};
+  self->cgroup_ = spec.cgroup;
   self->out_.fd.assign(c.stdout_r.release());
   self->err_.fd.assign(c.stderr_r.release());
   self->out_.fd.non_blocking(true);
@@ -75,6 +85,10 @@ void child_process::release() {
   // child can reuse it, and the reaper must not steal the zombie.
   if (owned_)
     reaper::release_owned(pid_);
+  // The execution's cgroup goes with its last process; a background
+  // descendant still in it keeps it (EBUSY) until the session's stop.
+  if (!cgroup_.empty())
+    ::rmdir(cgroup_.c_str());
 }
 
 void child_process::start_read(stream_kind stream) {

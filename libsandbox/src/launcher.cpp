@@ -2,18 +2,31 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "sandbox/validation.hpp"
+
+#ifndef SYS_clone3
+#  define SYS_clone3 435
+#endif
+#ifndef SYS_close_range
+#  define SYS_close_range 436
+#endif
+#ifndef CLONE_PIDFD
+#  define CLONE_PIDFD 0x00001000
+#endif
 
 extern char** environ;
 
@@ -33,56 +46,167 @@ result<void> make_pipe(unique_fd& read_end, unique_fd& write_end) {
   return {};
 }
 
-/// Owns posix_spawn's file actions and attributes for one launch.
-struct spawn_setup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  spawn_setup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-  }
-  ~spawn_setup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  spawn_setup(const spawn_setup&) = delete;
-  spawn_setup& operator=(const spawn_setup&) = delete;
-};
-
-// Step: wire stdin/stdout/stderr, change directory, close everything else.
-void add_file_actions(spawn_setup& s, const launch_spec& spec, int stdin_r,
-                      int stdout_w, int stderr_w) {
-  if (stdin_r >= 0)
-    posix_spawn_file_actions_adddup2(&s.actions, stdin_r, 0);
-  else
-    posix_spawn_file_actions_addopen(&s.actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&s.actions, stdout_w, 1);
-  posix_spawn_file_actions_adddup2(&s.actions, stderr_w, 2);
-  posix_spawn_file_actions_addchdir_np(&s.actions, spec.cwd.c_str());
-  // Descriptors that a host application opened without O_CLOEXEC must not
-  // leak into children either.
-  posix_spawn_file_actions_addclosefrom_np(&s.actions, 3);
+/// A pipe end or /dev/null that the child dup's onto 0-2 must not be one of
+/// 0-2 itself (a host that closed its stdin makes pipe2 return 0): the
+/// child's dup3 onto it would fail, or clobber another end.
+result<void> above_stdio(unique_fd& fd) {
+  if (!fd || fd.get() > 2)
+    return {};
+  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (moved < 0)
+    return make_errno_error(errno, "fcntl F_DUPFD_CLOEXEC");
+  fd.reset(moved);
+  return {};
 }
 
-// Step: own process group (so timeout/cancel/stop reach every descendant
-// that stays in it), default dispositions and an empty mask (the node may
-// ignore SIGPIPE or block signals in its threads; children must not inherit
-// that).
-void add_attributes(spawn_setup& s) {
-  // Every bit set, not sigfillset: glibc's sigfillset leaves out its two
-  // internal signals (32 and 33), and its posix_spawn then sets them to
-  // SIG_IGN in the child, an ignore that exec keeps and every descendant
-  // would inherit.
-  sigset_t all;
-  std::memset(&all, 0xff, sizeof(all));
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&s.attr, &all);
-  posix_spawnattr_setsigmask(&s.attr, &none);
-  posix_spawnattr_setpgroup(&s.attr, 0);
-  posix_spawnattr_setflags(&s.attr, POSIX_SPAWN_SETPGROUP
-                                      | POSIX_SPAWN_SETSIGDEF
-                                      | POSIX_SPAWN_SETSIGMASK);
+// -- the child ----------------------------------------------------------------
+//
+// Between clone and exec the child shares the parent's memory (CLONE_VM)
+// while the launching thread waits (CLONE_VFORK). It makes system calls
+// only: no libc function (errno and libc's locks belong to the parent's
+// thread, whose TLS the child shares) and no sanitizer hook (their state
+// is the parent thread's too). Everything it reads was prepared by the
+// parent in a `child_plan`; a failure goes back through the plan, then the
+// child exits with 127. Its dispositions are reset before it unblocks any
+// signal, so no handler of the node ever runs on the child's stack.
+
+#if defined(__clang__)
+#  if __has_attribute(disable_sanitizer_instrumentation)
+#    define SANDBOX_CHILD_CODE                                                 \
+      __attribute__((disable_sanitizer_instrumentation, noinline))
+#  else
+#    define SANDBOX_CHILD_CODE                                                 \
+      __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
+#  endif
+#else
+#  define SANDBOX_CHILD_CODE                                                   \
+    __attribute__((no_sanitize_address, no_sanitize_thread,                    \
+                   no_sanitize_undefined, noinline))
+#endif
+
+/// A system call that touches neither errno nor any other libc state;
+/// returns the result or -errno.
+#if defined(__x86_64__)
+__attribute__((always_inline)) inline long sys(long n, long a = 0, long b = 0,
+                                               long c = 0, long d = 0) {
+  long ret;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
+               : "rcx", "r11", "memory");
+  return ret;
+}
+#else
+// Elsewhere libc's syscall(2), whose errno write lands in the waiting
+// parent thread's errno: harmless, the parent reads the plan instead.
+__attribute__((always_inline)) inline long sys(long n, long a = 0, long b = 0,
+                                               long c = 0, long d = 0) {
+  long ret = ::syscall(n, a, b, c, d);
+  return ret == -1 ? -errno : ret;
+}
+#endif
+
+/// The steps of the child, in order; the failing one is reported.
+enum child_stage : int {
+  stage_none = 0,
+  stage_pgid,
+  stage_deathsig,
+  stage_orphaned,
+  stage_stdio,
+  stage_cwd,
+  stage_cgroup,
+  stage_exec,
+};
+
+/// What the child needs, prepared by the parent; `err` and `stage` are
+/// written by a failing child and read by the parent after the clone
+/// returned (CLONE_VFORK orders the two).
+struct child_plan {
+  const char* path = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* cwd = nullptr;
+  /// Become 0, 1 and 2; all above 2 (see `above_stdio`).
+  int fd_in = -1;
+  int fd_out = -1;
+  int fd_err = -1;
+  /// The `cgroup.procs` of the execution's cgroup on the `clone` path: the
+  /// child moves itself there ("0") before the exec. -1 otherwise.
+  int cgroup_procs = -1;
+  /// The node's pid: a child whose parent is already gone gives up.
+  pid_t parent = 0;
+  int err = 0;
+  int stage = stage_none;
+};
+
+/// The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
+struct kernel_sigaction {
+  unsigned long handler = 0;
+  unsigned long flags = 0;
+  unsigned long restorer = 0;
+  uint64_t mask = 0;
+};
+
+SANDBOX_CHILD_CODE int child_main(void* arg) {
+  auto* p = static_cast<child_plan*>(arg);
+  long r = 0;
+  int stage = stage_none;
+  // Default dispositions for every signal (glibc's internal 32 and 33
+  // included: an ignore would survive the exec and reach every
+  // descendant); SIGKILL and SIGSTOP cannot be changed.
+  kernel_sigaction dfl;
+  for (long sig = 1; sig <= 64; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
+  // Its own process group: the fallback mode's tracking and `kill` of a
+  // spawned process reach the whole group.
+  if ((r = sys(SYS_setpgid, 0, 0)) < 0) {
+    stage = stage_pgid;
+    goto fail;
+  }
+  // Dies with the launching thread (see launcher.hpp).
+  if ((r = sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
+    stage = stage_deathsig;
+    goto fail;
+  }
+  if (sys(SYS_getppid) != p->parent) {
+    r = -ESRCH;
+    stage = stage_orphaned;
+    goto fail;
+  }
+  if ((r = sys(SYS_dup3, p->fd_in, 0, 0)) < 0
+      || (r = sys(SYS_dup3, p->fd_out, 1, 0)) < 0
+      || (r = sys(SYS_dup3, p->fd_err, 2, 0)) < 0) {
+    stage = stage_stdio;
+    goto fail;
+  }
+  if ((r = sys(SYS_chdir, reinterpret_cast<long>(p->cwd))) < 0) {
+    stage = stage_cwd;
+    goto fail;
+  }
+  if (p->cgroup_procs >= 0
+      && (r = sys(SYS_write, p->cgroup_procs, reinterpret_cast<long>("0"), 1))
+           < 0) {
+    stage = stage_cgroup;
+    goto fail;
+  }
+  // Descriptors a host application opened without O_CLOEXEC must not leak
+  // into children either (a kernel without close_range: exec still closes
+  // ours, which are all close-on-exec).
+  sys(SYS_close_range, 3, ~0L, 0);
+  {
+    uint64_t none = 0;
+    sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, 8);
+  }
+  r = sys(SYS_execve, reinterpret_cast<long>(p->path),
+          reinterpret_cast<long>(p->argv), reinterpret_cast<long>(p->envp));
+  stage = stage_exec;
+fail:
+  p->err = static_cast<int>(-r);
+  p->stage = stage;
+  sys(SYS_exit, 127);
+  return 127;
 }
 
 /// Step: flatten argv and env into the NULL-terminated arrays exec wants.
@@ -141,6 +265,154 @@ error too_long(const launch_spec& spec, const exec_arrays& arrays) {
                            ::sysconf(_SC_ARG_MAX), max_argument_bytes())};
 }
 
+// -- clone --------------------------------------------------------------------
+
+constexpr uint64_t clone_into_cgroup = 0x200000000ULL;
+
+/// The clone3 argument block, version 2 (with `cgroup`, Linux 5.7).
+struct clone_args_v2 {
+  uint64_t flags = 0;
+  uint64_t pidfd = 0;
+  uint64_t child_tid = 0;
+  uint64_t parent_tid = 0;
+  uint64_t exit_signal = 0;
+  uint64_t stack = 0;
+  uint64_t stack_size = 0;
+  uint64_t tls = 0;
+  uint64_t set_tid = 0;
+  uint64_t set_tid_size = 0;
+  uint64_t cgroup = 0;
+};
+
+/// Set once clone3 answered ENOSYS (an old kernel, or a seccomp filter that
+/// refuses it so that libc falls back): never tried again.
+std::atomic<bool> clone3_refused{false};
+std::atomic<bool> clone_forced{false};
+
+/// The child's stack. The parent thread sleeps in clone until the child
+/// execs or exits, so a buffer in the launching frame is free for it; the
+/// child's steps need a few hundred bytes.
+constexpr size_t child_stack_size = 32 * 1024;
+
+/// Blocks every signal of the calling thread (libc's internal ones too,
+/// hence the raw call) while it exists: a child shares the thread's memory
+/// until its dispositions are reset, and a handler must not run there.
+struct all_signals_blocked {
+  uint64_t old = 0;
+  all_signals_blocked() {
+    uint64_t all = ~uint64_t{0};
+    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
+  }
+  ~all_signals_blocked() {
+    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, 8);
+  }
+  all_signals_blocked(const all_signals_blocked&) = delete;
+  all_signals_blocked& operator=(const all_signals_blocked&) = delete;
+};
+
+} // namespace
+
+} // namespace sandbox
+
+#if defined(__x86_64__)
+// long sandbox_clone3_vm(clone_args*, size_t, int (*fn)(void*), void* arg):
+// clone3 with a stack of the child's own. The child returns from the
+// system call on that stack, where no C++ frame exists to return to: it
+// calls `fn(arg)` and exits with its value (as musl's __clone does for
+// clone). fn and arg ride in r8 and r9, which the kernel copies into the
+// child and the syscall instruction leaves alone.
+extern "C" long sandbox_clone3_vm(void* args, unsigned long size,
+                                  int (*fn)(void*), void* arg);
+asm(R"(
+  .text
+  .globl sandbox_clone3_vm
+  .hidden sandbox_clone3_vm
+  .type sandbox_clone3_vm, @function
+sandbox_clone3_vm:
+  .cfi_startproc
+  mov %rdx, %r8
+  mov %rcx, %r9
+  mov $435, %eax
+  syscall
+  test %rax, %rax
+  jz 1f
+  ret
+1:
+  .cfi_undefined %rip
+  xor %ebp, %ebp
+  mov %r9, %rdi
+  call *%r8
+  mov %eax, %edi
+  mov $60, %eax
+  syscall
+  hlt
+  .cfi_endproc
+  .size sandbox_clone3_vm, .-sandbox_clone3_vm
+)");
+#endif
+
+namespace sandbox {
+
+namespace {
+
+/// clone3 into `cgroup_fd` (-1: none); the pid, or -errno (-ENOSYS where
+/// this path does not exist).
+long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
+#if defined(__x86_64__)
+  clone_args_v2 args;
+  args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD
+               | (cgroup_fd >= 0 ? clone_into_cgroup : 0);
+  args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<uintptr_t>(stack);
+  args.stack_size = child_stack_size;
+  args.cgroup = cgroup_fd >= 0 ? static_cast<uint64_t>(cgroup_fd) : 0;
+  return sandbox_clone3_vm(&args, sizeof(args), child_main, &plan);
+#else
+  (void) plan, (void) cgroup_fd, (void) pidfd, (void) stack;
+  return -ENOSYS;
+#endif
+}
+
+/// The portable path: libc's clone (the child joins its cgroup itself).
+long clone_child(child_plan& plan, int& pidfd, char* stack) {
+  int rc = ::clone(child_main, stack + child_stack_size,
+                   CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &plan,
+                   reinterpret_cast<pid_t*>(&pidfd));
+  return rc < 0 ? -errno : rc;
+}
+
+/// The error of a child that failed before or at its exec.
+error child_failure(const child_plan& plan, const launch_spec& spec,
+                    const exec_arrays& arrays) {
+  auto err = plan.err;
+  switch (plan.stage) {
+    case stage_exec:
+      if (err == E2BIG)
+        return too_long(spec, arrays);
+      return error{errc_from_errno(err),
+                   fmt::format("cannot start {}: {}", spec.executable,
+                               std::strerror(err))};
+    case stage_cwd:
+      if (err == ENOENT || err == ENOTDIR)
+        return error{errc::path_not_found,
+                     fmt::format("working directory does not exist: {}",
+                                 spec.cwd)};
+      return make_errno_error(err, fmt::format("working directory {}",
+                                               spec.cwd));
+    case stage_cgroup:
+      return error{errc::io_error,
+                   fmt::format("cannot start {} in cgroup {}: {}",
+                               spec.executable, spec.cgroup,
+                               std::strerror(err))};
+    default:
+      return error{errc::io_error,
+                   fmt::format("cannot start {}: child setup step {}: {}",
+                               spec.executable, plan.stage,
+                               std::strerror(err))};
+  }
+}
+
 } // namespace
 
 result<launched_child> launch(const launch_spec& spec) {
@@ -153,39 +425,96 @@ result<launched_child> launch(const launch_spec& spec) {
   if (spec.pipe_stdin) {
     if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
       return ok.error();
+  } else {
+    stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!stdin_r)
+      return make_errno_error(errno, "/dev/null");
   }
   if (auto ok = make_pipe(child.stdout_r, stdout_w); !ok)
     return ok.error();
   if (auto ok = make_pipe(child.stderr_r, stderr_w); !ok)
     return ok.error();
-  spawn_setup setup;
-  add_file_actions(setup, spec, stdin_r.get(), stdout_w.get(), stderr_w.get());
-  add_attributes(setup);
-  exec_arrays arrays{spec};
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, spec.executable.c_str(), &setup.actions,
-                         &setup.attr, arrays.argv.data(), arrays.envp.data());
-  if (rc == E2BIG)
-    return too_long(spec, arrays);
-  if (rc != 0)
-    return error{errc_from_errno(rc),
-                 fmt::format("cannot start {}: {}", spec.executable,
-                             std::strerror(rc))};
-  child.pid = pid;
-  // The pid cannot be reused before we reap it, so opening the pidfd after
-  // the spawn is race-free.
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) {
-    auto err = errno;
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return make_errno_error(err, "pidfd_open");
+  for (auto* fd : {&stdin_r, &stdout_w, &stderr_w})
+    if (auto ok = above_stdio(*fd); !ok)
+      return ok.error();
+  unique_fd cgroup;
+  if (!spec.cgroup.empty()) {
+    cgroup.reset(::open(spec.cgroup.c_str(),
+                        O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!cgroup)
+      return error{errc::io_error,
+                   fmt::format("cannot open cgroup {}: {}", spec.cgroup,
+                               std::strerror(errno))};
   }
-  ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-  child.pidfd.reset(pidfd);
+  exec_arrays arrays{spec};
+  child_plan plan;
+  plan.path = spec.executable.c_str();
+  plan.argv = arrays.argv.data();
+  plan.envp = arrays.envp.data();
+  plan.cwd = spec.cwd.c_str();
+  plan.fd_in = stdin_r.get();
+  plan.fd_out = stdout_w.get();
+  plan.fd_err = stderr_w.get();
+  plan.parent = ::getpid();
+  alignas(64) char stack[child_stack_size];
+  int pidfd = -1;
+  long pid = -ENOSYS;
+  if (!clone_forced.load() && !clone3_refused.load()) {
+    all_signals_blocked blocked;
+    pid = clone3_child(plan, cgroup.get(), pidfd, stack);
+  }
+  if (pid == -ENOSYS) {
+#if defined(__x86_64__)
+    if (!clone_forced.load())
+      clone3_refused = true;
+#endif
+    unique_fd procs;
+    if (cgroup) {
+      auto path = spec.cgroup + "/cgroup.procs";
+      procs.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!procs)
+        return make_errno_error(errno, path);
+      plan.cgroup_procs = procs.get();
+    }
+    all_signals_blocked blocked;
+    pid = clone_child(plan, pidfd, stack);
+  }
+  if (pid < 0) {
+    auto err = static_cast<int>(-pid);
+    if (cgroup)
+      return error{errc::io_error,
+                   fmt::format("cannot start {} in cgroup {}: {}",
+                               spec.executable, spec.cgroup,
+                               std::strerror(err))};
+    return make_errno_error(err, fmt::format("cannot start {}: clone",
+                                             spec.executable));
+  }
+  unique_fd pidfd_owner{pidfd};
+  if (plan.stage != stage_none) {
+    // It exited with 127; the pid stays ours until it is reaped here.
+    int status = 0;
+    while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR)
+      ;
+    return child_failure(plan, spec, arrays);
+  }
+  child.pid = static_cast<pid_t>(pid);
+  // clone's pidfd is close-on-exec already.
+  child.pidfd = std::move(pidfd_owner);
   return child;
 }
+
+std::string_view launch_method() noexcept {
+#if defined(__x86_64__)
+  if (!clone_forced.load() && !clone3_refused.load())
+    return "clone3";
+#endif
+  return "clone";
+}
+
+void force_clone_fallback(bool on) noexcept {
+  clone_forced = on;
+}
+
 
 env_map current_environment() {
   env_map result;

@@ -7,6 +7,9 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "sandbox/cgroup.hpp"
 
 namespace sandbox {
 
@@ -39,8 +42,23 @@ struct termination : std::enable_shared_from_this<termination> {
   std::set<pid_t> killed;
   clock::time_point deadline;
 
+  bool cgroup_mode() const noexcept {
+    return !query.cgroup.empty();
+  }
+
+  /// Cgroup mode: whether the tree still holds a live process. A cgroup
+  /// that is gone holds none; one that cannot be read is assumed to hold
+  /// some, so that the receipt never claims what was not seen.
+  bool populated() {
+    auto p = cgroup_populated(query.cgroup);
+    if (p)
+      return *p;
+    return p.error().code != errc::path_not_found;
+  }
+
   std::vector<pid_t> members() {
-    auto found = find_members(query);
+    auto found = cgroup_mode() ? cgroup_members(query.cgroup)
+                               : find_members(query);
     for (auto pid : found)
       if (seen.insert(pid).second && own.count(pid) == 0 && reap)
         reap->track_pid(pid);
@@ -48,15 +66,16 @@ struct termination : std::enable_shared_from_this<termination> {
   }
 
   void signal_all(const std::vector<pid_t>& pids, int sig) {
-    for (auto pgid : query.groups)
-      ::kill(-pgid, sig);
+    if (!cgroup_mode())
+      for (auto pgid : query.groups)
+        ::kill(-pgid, sig);
     for (auto pid : pids)
       ::kill(pid, sig);
   }
 
   void start() {
     auto pids = members();
-    if (pids.empty())
+    if (cgroup_mode() ? !populated() : pids.empty())
       return finish(0);
     signal_all(pids, plan.first);
     // A stopped process (SIGSTOP, SIGTSTP) cannot act on the signal until
@@ -72,24 +91,54 @@ struct termination : std::enable_shared_from_this<termination> {
     timer.expires_after(plan.poll);
     timer.async_wait(
       [self = shared_from_this(), killing](boost::system::error_code) {
-        auto pids = self->members();
-        if (self->reap)
-          self->reap->reap_now();
-        if (pids.empty())
-          return self->finish(0);
-        auto expired = clock::now() >= self->deadline;
-        if (killing && expired)
-          return self->finish(static_cast<uint32_t>(pids.size()));
-        if (!killing && !expired)
-          return self->poll(false);
-        // Entering the kill stage, or catching what was forked since the
-        // last round: SIGKILL whatever is still there.
-        self->killed.insert(pids.begin(), pids.end());
-        self->signal_all(pids, SIGKILL);
-        if (!killing)
-          self->deadline = clock::now() + self->plan.verify;
-        self->poll(true);
+        if (self->cgroup_mode())
+          self->poll_cgroup(killing);
+        else
+          self->poll_processes(killing);
       });
+  }
+
+  void poll_processes(bool killing) {
+    auto pids = members();
+    if (reap)
+      reap->reap_now();
+    if (pids.empty())
+      return finish(0);
+    auto expired = clock::now() >= deadline;
+    if (killing && expired)
+      return finish(static_cast<uint32_t>(pids.size()));
+    if (!killing && !expired)
+      return poll(false);
+    // Entering the kill stage, or catching what was forked since the
+    // last round: SIGKILL whatever is still there.
+    killed.insert(pids.begin(), pids.end());
+    signal_all(pids, SIGKILL);
+    if (!killing)
+      deadline = clock::now() + plan.verify;
+    poll(true);
+  }
+
+  /// The kernel keeps the count: `populated 0` is the proof, `cgroup.kill`
+  /// the kill stage (forks racing it are killed too). Zombies of members
+  /// re-parented to the node are the reaper's (its SIGCHLD scan).
+  void poll_cgroup(bool killing) {
+    if (!populated())
+      return finish(0);
+    auto expired = clock::now() >= deadline;
+    if (killing && expired) {
+      auto left = members();
+      return finish(static_cast<uint32_t>(std::max<size_t>(left.size(), 1)));
+    }
+    if (!killing && !expired)
+      return poll(false);
+    if (!killing) {
+      auto pids = members();
+      killed.insert(pids.begin(), pids.end());
+      deadline = clock::now() + plan.verify;
+    }
+    if (auto ok = cgroup_kill(query.cgroup); !ok)
+      spdlog::warn("stop: {}", ok.error().message);
+    poll(true);
   }
 
   void finish(uint32_t survivors) {
@@ -97,6 +146,16 @@ struct termination : std::enable_shared_from_this<termination> {
     receipt.ended = static_cast<uint32_t>(seen.size());
     receipt.killed = static_cast<uint32_t>(killed.size());
     receipt.survivors = survivors;
+    receipt.mode = cgroup_mode() ? containment_mode::cgroup
+                                 : containment_mode::process_group;
+    // An empty tree's cgroups go (a cgroup that still holds a process
+    // cannot be removed, and must not be).
+    if (cgroup_mode() && survivors == 0) {
+      if (auto ok = cgroup_remove(query.cgroup); !ok)
+        spdlog::debug("stop: {}", ok.error().message);
+      else
+        cgroup_tree::prune(query.cgroup);
+    }
     if (done)
       done(receipt);
   }

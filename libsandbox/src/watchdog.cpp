@@ -51,21 +51,61 @@ struct table {
 
 // ---------------------------------------------------------------------------
 // The watchdog process. Everything below runs in a copy of a multithreaded
-// process: raw system calls only (async-signal-safe), no allocation, no
-// locks, `_exit` to end.
+// process: system calls made directly (no libc wrapper that a sanitizer
+// intercepts, so no lock another thread held at the clone), no allocation,
+// no library call, and no sanitizer instrumentation.
 
-[[noreturn]] void die(int status) {
-  ::_exit(status);
+#define SANDBOX_RAW __attribute__((no_sanitize("address", "thread", "undefined")))
+
+SANDBOX_RAW long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0,
+                     long e = 0, long f = 0) {
+  return ::syscall(n, a, b, c, d, e, f);
 }
 
-void kill_everything(table& t) {
+template <class T>
+SANDBOX_RAW long arg(T* p) {
+  return reinterpret_cast<long>(p);
+}
+
+[[noreturn]] SANDBOX_RAW void die(int status) {
+  for (;;)
+    sys(SYS_exit_group, status);
+}
+
+SANDBOX_RAW void copy(char* to, const char* from, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    to[i] = from[i];
+}
+
+SANDBOX_RAW bool equal(const char* a, const char* b, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i])
+      return false;
+  return true;
+}
+
+/// The kernel's `struct sigaction` (rt_sigaction), enough for SIG_DFL and
+/// SIG_IGN.
+struct kernel_sigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+
+SANDBOX_RAW void set_disposition(int sig, void (*handler)(int)) {
+  kernel_sigaction ka{handler, 0, nullptr, 0};
+  sys(SYS_rt_sigaction, sig, arg(&ka), 0, sizeof(ka.mask));
+}
+
+SANDBOX_RAW void kill_everything(table& t) {
   for (auto& path : t.cgroups) {
     if (path[0] == '\0')
       continue;
-    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    auto fd = sys(SYS_openat, AT_FDCWD, arg(path), O_WRONLY | O_CLOEXEC);
     if (fd >= 0) {
-      (void) !::write(fd, "1", 1);
-      ::close(fd);
+      sys(SYS_write, fd, arg("1"), 1);
+      sys(SYS_close, fd);
     }
   }
   for (size_t w = 0; w < group_limit / 64; ++w) {
@@ -73,43 +113,44 @@ void kill_everything(table& t) {
     while (bits != 0) {
       auto b = static_cast<size_t>(__builtin_ctzll(bits));
       bits &= bits - 1;
-      ::kill(-static_cast<pid_t>(w * 64 + b), SIGKILL);
+      sys(SYS_kill, -static_cast<long>(w * 64 + b), SIGKILL);
     }
   }
 }
 
 /// Drops the groups that have no member left: their ids may be reused by
 /// processes that are not ours.
-void prune_groups(table& t, size_t words) {
+SANDBOX_RAW void prune_groups(table& t, size_t words) {
   for (size_t w = 0; w < words; ++w) {
     auto bits = t.groups[w];
     while (bits != 0) {
       auto b = static_cast<size_t>(__builtin_ctzll(bits));
       bits &= bits - 1;
-      auto pgid = static_cast<pid_t>(w * 64 + b);
-      if (::kill(-pgid, 0) != 0 && errno == ESRCH)
+      auto pgid = static_cast<long>(w * 64 + b);
+      if (sys(SYS_kill, -pgid, 0) != 0 && errno == ESRCH)
         t.groups[w] &= ~(uint64_t{1} << b);
     }
   }
 }
 
-bool same_dir(const char* slot, const char* dir, size_t len) {
-  return std::memcmp(slot, dir, len) == 0
-         && std::memcmp(slot + len, kill_file, sizeof(kill_file)) == 0;
+SANDBOX_RAW bool same_dir(const char* slot, const char* dir, size_t len) {
+  return equal(slot, dir, len) && equal(slot + len, kill_file,
+                                        sizeof(kill_file));
 }
 
-void apply(table& t, const char* rec, size_t n, size_t& words) {
+SANDBOX_RAW void apply(table& t, const char* rec, size_t n, size_t& words) {
   if ((rec[0] == rec_watch_group || rec[0] == rec_forget_group)
       && n == 1 + sizeof(int32_t)) {
     int32_t pgid;
-    std::memcpy(&pgid, rec + 1, sizeof(pgid));
+    copy(reinterpret_cast<char*>(&pgid), rec + 1, sizeof(pgid));
     if (pgid <= 1 || static_cast<size_t>(pgid) >= group_limit)
       return;
     auto w = static_cast<size_t>(pgid) / 64;
     auto bit = uint64_t{1} << (static_cast<size_t>(pgid) % 64);
     if (rec[0] == rec_watch_group) {
       t.groups[w] |= bit;
-      words = std::max(words, w + 1);
+      if (words < w + 1)
+        words = w + 1;
     } else {
       t.groups[w] &= ~bit;
     }
@@ -131,57 +172,51 @@ void apply(table& t, const char* rec, size_t n, size_t& words) {
       }
     }
     if (rec[0] == rec_watch_cgroup && free_slot != nullptr) {
-      std::memcpy(free_slot, dir, len);
-      std::memcpy(free_slot + len, kill_file, sizeof(kill_file));
+      copy(free_slot, dir, len);
+      copy(free_slot + len, kill_file, sizeof(kill_file));
     }
   }
 }
 
-int64_t now_ms() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+SANDBOX_RAW int64_t now_ms() {
+  timespec ts{0, 0};
+  sys(SYS_clock_gettime, CLOCK_MONOTONIC, arg(&ts));
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 /// Leaves the node's signal dispositions, mask and descriptors behind.
-void detach(int& sock) {
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof(dfl));
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
+SANDBOX_RAW void detach(int& sock) {
   // The node's handlers would run the node's code in this copy of it.
   for (int sig = 1; sig < NSIG; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP)
-      ::sigaction(sig, &dfl, nullptr);
-  struct sigaction ign = dfl;
-  ign.sa_handler = SIG_IGN;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN,
-                  SIGTTOU, SIGUSR1, SIGUSR2})
-    ::sigaction(sig, &ign, nullptr);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      set_disposition(sig, SIG_DFL);
+  const int ignored[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGPIPE,
+                         SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2};
+  for (int sig : ignored)
+    set_disposition(sig, SIG_IGN);
+  uint64_t none = 0;
+  sys(SYS_rt_sigprocmask, SIG_SETMASK, arg(&none), 0, sizeof(none));
   if (sock != 3) {
-    if (::dup2(sock, 3) < 0)
+    if (sys(SYS_dup3, sock, 3, 0) < 0)
       die(1);
     sock = 3;
   }
-  if (::syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+  if (sys(SYS_close_range, 4, ~0u, 0) != 0)
     for (int fd = 4; fd < 4096; ++fd)
-      ::close(fd);
-  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+      sys(SYS_close, fd);
+  auto null = sys(SYS_openat, AT_FDCWD, arg("/dev/null"), O_RDWR);
   if (null >= 0) {
-    ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
+    for (int fd = 0; fd < 3; ++fd)
+      if (null != fd)
+        sys(SYS_dup3, null, fd, 0);
     if (null > 3)
-      ::close(null);
+      sys(SYS_close, null);
   }
-  (void) !::chdir("/");
-  ::prctl(PR_SET_NAME, "sandbox-watch", 0, 0, 0);
+  sys(SYS_chdir, arg("/"));
+  sys(SYS_prctl, PR_SET_NAME, arg("sandbox-watch"), 0, 0, 0);
 }
 
-[[noreturn]] void watchdog_main(int sock, table& t) {
+[[noreturn]] SANDBOX_RAW void watchdog_main(int sock, table& t) {
   detach(sock);
   static_assert(1 + max_dir < path_size);
   char rec[path_size];
@@ -190,7 +225,10 @@ void detach(int& sock) {
   for (;;) {
     pollfd p{sock, POLLIN, 0};
     auto wait = next_prune - now_ms();
-    int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(wait, 0)));
+    if (wait < 0)
+      wait = 0;
+    timespec ts{static_cast<time_t>(wait / 1000), (wait % 1000) * 1000000};
+    auto rc = sys(SYS_ppoll, arg(&p), 1, arg(&ts), 0, 0);
     if (rc < 0 && errno != EINTR)
       die(1);
     if (now_ms() >= next_prune) {
@@ -199,7 +237,7 @@ void detach(int& sock) {
     }
     if (rc <= 0)
       continue;
-    auto n = ::recv(sock, rec, sizeof(rec), MSG_DONTWAIT);
+    auto n = sys(SYS_recvfrom, sock, arg(rec), sizeof(rec), MSG_DONTWAIT, 0, 0);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
         continue;
@@ -218,10 +256,22 @@ void detach(int& sock) {
   }
 }
 
-pid_t raw_fork(int exit_signal) {
+SANDBOX_RAW pid_t raw_fork(int exit_signal) {
   // Not fork(): no atfork handlers and no locks in a copy of a
   // multithreaded process.
-  return static_cast<pid_t>(::syscall(SYS_clone, exit_signal, 0, 0, 0, 0));
+  return static_cast<pid_t>(sys(SYS_clone, exit_signal, 0, 0, 0, 0));
+}
+
+/// The intermediate process: a session of its own, the watchdog forked in
+/// it, its pid (or -errno) sent to the node, then its end.
+[[noreturn]] SANDBOX_RAW void middle_main(int sock, table& t) {
+  sys(SYS_setsid);
+  auto dog = raw_fork(SIGCHLD);
+  if (dog == 0)
+    watchdog_main(sock, t);
+  int32_t reply = dog > 0 ? dog : -errno;
+  sys(SYS_sendto, sock, arg(&reply), sizeof(reply), MSG_NOSIGNAL, 0, 0);
+  die(0);
 }
 
 // ---------------------------------------------------------------------------
@@ -262,15 +312,8 @@ std::pair<pid_t, int> start() {
   // not a child of ours; it sends no SIGCHLD (exit signal 0) and only a
   // `waitpid` with __WALL sees it, so a host's `waitpid(-1)` never does.
   auto middle = raw_fork(0);
-  if (middle == 0) {
-    ::setsid();
-    auto dog = raw_fork(SIGCHLD);
-    if (dog == 0)
-      watchdog_main(sv[1], *static_cast<table*>(mem));
-    int32_t reply = dog > 0 ? dog : -errno;
-    (void) !::send(sv[1], &reply, sizeof(reply), MSG_NOSIGNAL);
-    die(0);
-  }
+  if (middle == 0)
+    middle_main(sv[1], *static_cast<table*>(mem));
   auto err = errno;
   ::munmap(mem, sizeof(table));
   ::close(sv[1]);

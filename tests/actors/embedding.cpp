@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 
 #include <string>
+#include <vector>
 
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
@@ -32,10 +33,13 @@ process_state current() {
 
 } // namespace
 
-CAF_TEST(a host keeps its signals its children and their exit statuses) {
+namespace {
+
+void check_host(const std::vector<std::string>& options) {
   sandbox::test::temp_dir dir;
-  auto r = sandbox::test::spawn_capture(
-    {SANDBOX_TEST_NODE_HOST, "host", dir.path});
+  std::vector<std::string> args{SANDBOX_TEST_NODE_HOST, "host", dir.path};
+  args.insert(args.end(), options.begin(), options.end());
+  auto r = sandbox::test::spawn_capture(args);
   CAF_MESSAGE("node host said:\n" << r.out);
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out.find("FAIL"), std::string::npos);
@@ -51,12 +55,23 @@ CAF_TEST(a host keeps its signals its children and their exit statuses) {
               != std::string::npos);
 }
 
+} // namespace
+
+CAF_TEST(a host keeps its signals its children and their exit statuses) {
+  check_host({});
+}
+
+CAF_TEST(the same holds in the process group mode) {
+  check_host({"process-group"});
+}
+
 CAF_TEST(a node only process is a subreaper with SA_RESTART until it ends) {
   auto before = current();
   CAF_REQUIRE_EQUAL(before.subreaper, 0);
   {
     sandbox::actors::runtime_config cfg;
     cfg.reap_all_orphans = true;
+    cfg.containment = sandbox::actors::containment_choice::process_group;
     sandbox::actors::embedded_node node{cfg};
     auto during = current();
     CAF_CHECK_EQUAL(during.subreaper, 1);
@@ -79,4 +94,18 @@ CAF_TEST(an embedded node leaves the SIGCHLD disposition alone) {
     CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);
     CAF_CHECK(during.pipe.sa_handler == before.pipe.sa_handler);
   }
+}
+
+CAF_TEST(in the cgroup mode even a node only process is no subreaper) {
+  auto before = current();
+  sandbox::actors::runtime_config cfg;
+  cfg.reap_all_orphans = true;
+  sandbox::actors::embedded_node node{cfg};
+  if (node.rt()->containment() != sandbox::containment_mode::cgroup) {
+    CAF_MESSAGE("no writable cgroup v2 here: the cgroup mode is not tested");
+    return;
+  }
+  auto during = current();
+  CAF_CHECK_EQUAL(during.subreaper, before.subreaper);
+  CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);
 }

@@ -19,6 +19,7 @@
 
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
+#include "sandbox/cgroup.hpp"
 #include "sandbox/process_tree.hpp"
 
 namespace {
@@ -29,6 +30,8 @@ using sandbox::test::temp_dir;
 
 /// What the helper reported before `ready`.
 struct victim {
+  std::string mode;
+  std::string cgroup;
   std::vector<pid_t> pids;
   std::vector<std::string> sessions;
   pid_t watchdog = 0;
@@ -50,6 +53,10 @@ bool read_until_ready(live_process& p, victim& v) {
       v.sessions.push_back(value);
     else if (key == "watchdog")
       v.watchdog = std::stoi(value);
+    else if (key == "mode")
+      v.mode = value;
+    else if (key == "cgroup")
+      v.cgroup = value;
   }
 }
 
@@ -111,18 +118,19 @@ size_t leftovers(const victim& v) {
   return n;
 }
 
-/// Runs the helper (`extra`: its mode option), ends it with
-/// `end(helper_pid)` once its executions run, and checks that all of it is
-/// gone within 2 s.
+/// Runs the helper with `options`, ends it with `end(helper_pid)` once its
+/// executions run, and checks that all of it is gone within 2 s. Returns
+/// what the helper reported.
 template <class End>
-void check_nothing_outlives(const std::string& extra, End end) {
+victim check_nothing_outlives(const std::vector<std::string>& options,
+                              End end) {
   temp_dir dir;
   std::vector<std::string> args{SANDBOX_TEST_NODE_HOST, "die", dir.path};
-  if (!extra.empty())
-    args.push_back(extra);
+  args.insert(args.end(), options.begin(), options.end());
   live_process helper{args};
   victim v;
   CAF_REQUIRE(read_until_ready(helper, v));
+  CAF_MESSAGE("containment: " << v.mode);
   CAF_REQUIRE_EQUAL(v.sessions.size(), 2u);
   // Two sleeps per execution at least (the shell may exec the last one).
   CAF_REQUIRE_GREATER_OR_EQUAL(v.pids.size(), 4u);
@@ -137,24 +145,58 @@ void check_nothing_outlives(const std::string& extra, End end) {
   CAF_CHECK_EQUAL(leftovers(v), 0u);
   // The helper's stdout reaches its end: the watchdog held no copy of it.
   helper.wait();
+  return v;
+}
+
+void sigkill(pid_t node) {
+  ::kill(node, SIGKILL);
 }
 
 } // namespace
 
 CAF_TEST(SIGKILL of a node embedded in a host program ends every process) {
-  check_nothing_outlives("", [](pid_t node) { ::kill(node, SIGKILL); });
+  // The mode the host supports (cgroup where cgroup v2 is writable).
+  check_nothing_outlives({}, sigkill);
 }
 
-CAF_TEST(SIGKILL of a node-only process (subreaper) ends every process) {
-  check_nothing_outlives("reap-all",
-                         [](pid_t node) { ::kill(node, SIGKILL); });
+CAF_TEST(SIGKILL of a node in the process group mode ends every process) {
+  auto v = check_nothing_outlives({"process-group"}, sigkill);
+  CAF_CHECK_EQUAL(v.mode, "process_group");
+}
+
+CAF_TEST(SIGKILL of a node only process (subreaper) ends every process) {
+  check_nothing_outlives({"reap-all", "process-group"}, sigkill);
+  check_nothing_outlives({"reap-all"}, sigkill);
 }
 
 CAF_TEST(a Ctrl-C to the node's process group does not stop the watchdog) {
   // The helper leads its own process group, as a CLI in a shell job does;
   // SIGINT to that group ends the node, and the watchdog (in a session of
   // its own) ends what the node started.
-  check_nothing_outlives("", [](pid_t node) { ::kill(-node, SIGINT); });
+  auto group_sigint = [](pid_t node) { ::kill(-node, SIGINT); };
+  check_nothing_outlives({"process-group"}, group_sigint);
+  check_nothing_outlives({}, group_sigint);
+}
+
+CAF_TEST(in the cgroup mode a setsid escaper ends with the node too) {
+  temp_dir probe;
+  live_process helper{{SANDBOX_TEST_NODE_HOST, "die", probe.path}};
+  victim v;
+  CAF_REQUIRE(read_until_ready(helper, v));
+  helper.kill(SIGKILL);
+  if (v.mode != "cgroup") {
+    CAF_MESSAGE("no writable cgroup v2 here: the cgroup mode is not tested");
+    return;
+  }
+  auto dead = check_nothing_outlives({"escape"}, sigkill);
+  // The process's cgroup directory stays behind (the watchdog only kills);
+  // the next node on the host removes it.
+  CAF_REQUIRE(!dead.cgroup.empty());
+  struct stat st;
+  CAF_CHECK_EQUAL(::stat(dead.cgroup.c_str(), &st), 0);
+  auto own = dead.cgroup.substr(0, dead.cgroup.rfind('/'));
+  CAF_CHECK_GREATER_OR_EQUAL(sandbox::remove_dead_cgroups(own), 1u);
+  CAF_CHECK_NOT_EQUAL(::stat(dead.cgroup.c_str(), &st), 0);
 }
 
 CAF_TEST(the watchdog writes to cgroup.kill of every watched cgroup) {

@@ -78,11 +78,12 @@ CAF_TEST(R1 exec results survive serialization with their exit reason) {
 }
 
 CAF_TEST(R22 stop receipts survive serialization) {
-  stop_receipt s{5, 2, 0};
+  stop_receipt s{5, 2, 0, sandbox::containment_mode::cgroup};
   auto d = round_trip(s);
   CAF_CHECK_EQUAL(d.ended, 5u);
   CAF_CHECK_EQUAL(d.killed, 2u);
   CAF_CHECK_EQUAL(d.survivors, 0u);
+  CAF_CHECK(d.mode == sandbox::containment_mode::cgroup);
 }
 
 CAF_TEST(session configs and infos survive serialization) {
@@ -97,8 +98,10 @@ CAF_TEST(session configs and infos survive serialization) {
   CAF_CHECK_EQUAL(dc.working_directory, "/w");
   CAF_CHECK_EQUAL(dc.home_directory, "/h");
   CAF_CHECK(dc.env == c.env);
-  actors::session_info i{"id", "/w", "/h", 20001, 3, true};
+  actors::session_info i{"id", "/w", "/h", 20001, 3, true,
+                         sandbox::containment_mode::cgroup};
   auto di = round_trip(i);
+  CAF_CHECK(di.containment == sandbox::containment_mode::cgroup);
   CAF_CHECK_EQUAL(di.id, "id");
   CAF_CHECK_EQUAL(di.port, 20001);
   CAF_CHECK_EQUAL(di.children, 3u);

@@ -1,19 +1,22 @@
 // A host program that embeds a node, for the suites that need the node to
 // be a process of its own (it dies, or it has expectations of its own).
 //
-//   sandbox-test-node-host die DIR [reap-all]
+//   sandbox-test-node-host die DIR [OPTION...]
 //       puts itself in a process group of its own, embeds a node, runs
 //       `sleep 300 & sleep 300` in two sessions (working directories under
-//       DIR), prints `watchdog PID`, `session ID` twice, `pid PID` for every
-//       process of both executions once the two sleeps of each run, then
-//       `ready`, and waits to be killed. `reap-all`: the node is configured
-//       as the CLI's (a subreaper that reaps every orphan).
+//       DIR), prints `mode cgroup|process_group`, `watchdog PID`, `session
+//       ID` twice, `pid PID` for every process of both executions once the
+//       two sleeps of each run, then `ready`, and waits to be killed. In
+//       the cgroup mode also `cgroup DIR`, the process's cgroup directory.
+//       Options: `reap-all` (the node is configured as the CLI's),
+//       `process-group` (the fallback mode is forced), `escape` (the
+//       background sleep leaves the group: `setsid sleep 300 & sleep 300`).
 //   sandbox-test-node-host cgroups KEEP FORGET
 //       takes a watchdog lease, watches the directories KEEP and FORGET as
 //       cgroups, forgets FORGET again, prints `watchdog PID` and `ready`,
 //       and waits to be killed (no cgroup v2 needed: the watchdog only
 //       writes to `<dir>/cgroup.kill`).
-//   sandbox-test-node-host host DIR
+//   sandbox-test-node-host host DIR [process-group]
 //       an application with children, a SIGCHLD handler and SIGPIPE
 //       expectations of its own embeds a node; prints `ok NAME` or
 //       `FAIL NAME: WHY` per check and exits 1 if one failed.
@@ -51,27 +54,37 @@ std::string comm(pid_t pid) {
   return name;
 }
 
-/// Live members of `pgid`, and how many of them run `sleep`.
-std::vector<pid_t> members(pid_t pgid, int& sleeps) {
-  std::vector<pid_t> out;
+/// Live processes of execution `pgid` (its group, and whatever carries
+/// the session's marker `prefix`), and how many of them run `sleep`.
+std::vector<pid_t> members(pid_t pgid, const std::string& prefix,
+                           int& sleeps) {
+  tree_query q;
+  q.groups = {pgid};
+  q.marker_prefix = prefix;
+  auto out = find_members(q);
   sleeps = 0;
-  for (auto& e : proc_snapshot())
-    if (e.pgid == pgid && !e.zombie()) {
-      out.push_back(e.pid);
-      sleeps += comm(e.pid) == "sleep";
-    }
+  for (auto pid : out)
+    sleeps += comm(pid) == "sleep";
   return out;
 }
 
-int die_mode(const std::string& dir, bool reap_all) {
+int die_mode(const std::string& dir, bool reap_all, bool process_group,
+             bool escape) {
   ::setpgid(0, 0);
   // As a CLI: Ctrl-C ends it (a shell's background job would ignore it).
   ::signal(SIGINT, SIG_DFL);
   runtime_config cfg;
   cfg.reap_all_orphans = reap_all;
+  if (process_group)
+    cfg.containment = containment_choice::process_group;
   embedded_node node{cfg};
+  std::printf("mode %s\n", std::string{to_string(node.rt()->containment())}
+                              .c_str());
+  if (auto* tree = node.rt()->cgroups())
+    std::printf("cgroup %s\n", tree->process_root().c_str());
   std::vector<blocking_session> sessions;
   std::vector<blocking_process> procs;
+  std::vector<std::string> markers;
   for (int i = 0; i < 2; ++i) {
     session_config sc;
     sc.working_directory = dir + "/s" + std::to_string(i);
@@ -80,12 +93,15 @@ int die_mode(const std::string& dir, bool reap_all) {
       std::fprintf(stderr, "session: %s\n", s.error().message.c_str());
       return 1;
     }
-    auto p = s->spawn("sleep 300 & sleep 300");
+    auto p = s->spawn(escape ? "setsid sleep 300 & sleep 300"
+                             : "sleep 300 & sleep 300");
     if (!p) {
       std::fprintf(stderr, "spawn: %s\n", p.error().message.c_str());
       return 1;
     }
-    std::printf("session %s\n", s->info()->id.c_str());
+    auto id = s->info()->id;
+    std::printf("session %s\n", id.c_str());
+    markers.push_back(std::string{marker_variable} + "=" + id + "/");
     sessions.push_back(std::move(*s));
     procs.push_back(std::move(*p));
   }
@@ -93,10 +109,11 @@ int die_mode(const std::string& dir, bool reap_all) {
   // Readiness: both sleeps of each execution run (the shell forks them
   // after the spawn has answered).
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
-  for (auto& p : procs) {
+  for (size_t i = 0; i < procs.size(); ++i) {
+    auto& p = procs[i];
     for (;;) {
       int sleeps = 0;
-      auto pids = members(p.pid(), sleeps);
+      auto pids = members(p.pid(), markers[i], sleeps);
       if (sleeps >= 2) {
         for (auto pid : pids)
           std::printf("pid %d\n", static_cast<int>(pid));
@@ -180,7 +197,7 @@ pid_t ppid_of(pid_t pid) {
   return -1;
 }
 
-int host_mode(const std::string& dir) {
+int host_mode(const std::string& dir, bool process_group) {
   // The host's own expectations: SIGPIPE kills it (the default), SIGCHLD
   // has its handler (with SA_RESTART) and is taken by one thread only (the
   // waiter below); every other thread, the node's included (they inherit
@@ -213,7 +230,12 @@ int host_mode(const std::string& dir) {
 
   pid_t watchdog_pid = 0;
   {
-    embedded_node node;
+    runtime_config cfg;
+    if (process_group)
+      cfg.containment = containment_choice::process_group;
+    embedded_node node{cfg};
+    std::printf("mode %s\n",
+                std::string{to_string(node.rt()->containment())}.c_str());
     check_unchanged("with-node", snapshot());
     watchdog_pid = watchdog::pid();
     check("watchdog-runs", watchdog_pid > 0 && ::kill(watchdog_pid, 0) == 0);
@@ -289,15 +311,22 @@ int host_mode(const std::string& dir) {
 } // namespace
 
 int main(int argc, char** argv) {
+  auto has = [&](const char* option) {
+    for (int i = 3; i < argc; ++i)
+      if (std::string{argv[i]} == option)
+        return true;
+    return false;
+  };
   if (argc >= 3 && std::string{argv[1]} == "die")
-    return die_mode(argv[2], argc >= 4 && std::string{argv[3]} == "reap-all");
+    return die_mode(argv[2], has("reap-all"), has("process-group"),
+                    has("escape"));
   if (argc == 4 && std::string{argv[1]} == "cgroups")
     return cgroups_mode(argv[2], argv[3]);
-  if (argc == 3 && std::string{argv[1]} == "host")
-    return host_mode(argv[2]);
+  if (argc >= 3 && std::string{argv[1]} == "host")
+    return host_mode(argv[2], has("process-group"));
   std::fprintf(stderr,
-               "usage: %s die DIR [reap-all] | cgroups KEEP FORGET | host "
-               "DIR\n",
+               "usage: %s die DIR [reap-all] [process-group] [escape] | "
+               "cgroups KEEP FORGET | host DIR [process-group]\n",
                argv[0]);
   return 2;
 }

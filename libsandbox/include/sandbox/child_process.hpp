@@ -72,6 +72,12 @@ public:
     return pid_;
   }
 
+  /// The cgroup the child was born in (`launch_spec::cgroup`); empty in
+  /// the process-group mode. Removed, if empty, once the child is reaped.
+  const std::string& cgroup() const noexcept {
+    return cgroup_;
+  }
+
   /// Allows one more output piece of `stream` to be delivered.
   void grant(stream_kind stream);
 
@@ -127,6 +133,7 @@ private:
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   pid_t pid_;
+  std::string cgroup_;
   child_events events_;
   pipe_reader out_;
   pipe_reader err_;

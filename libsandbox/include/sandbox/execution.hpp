@@ -92,15 +92,36 @@ struct exec_result {
   uint64_t dropped_bytes = 0;
 };
 
+/// How a node holds the process trees of its sessions.
+enum class containment_mode : uint8_t {
+  /// Each session has a cgroup v2 below the node's own, each execution a
+  /// child cgroup its processes are born in. Ending a tree is `cgroup.kill`,
+  /// confirmed by `cgroup.events`: nothing escapes, whatever it does with
+  /// `setsid`, its environment or its parents.
+  cgroup,
+  /// Fallback: each child leads a process group, descendants carry the
+  /// marker variable, and the node is a child subreaper. A descendant that
+  /// leaves the group and clears the marker is not seen.
+  process_group,
+};
+
+/// "cgroup" or "process_group" (defined in cgroup.cpp).
+std::string_view to_string(containment_mode x) noexcept;
+
 /// What `stop` reports (R22).
 struct stop_receipt {
   /// Processes (children and descendants) that were running and got ended.
   uint32_t ended = 0;
   /// How many of those ignored SIGTERM and needed SIGKILL.
   uint32_t killed = 0;
-  /// Processes of the session still alive after the stop; verified, not
-  /// assumed, and always 0 unless the kernel refused a kill.
+  /// Processes of the session still alive after the stop, as far as
+  /// `mode` can see: in the cgroup mode the kernel's count (`populated 0`
+  /// of the session's cgroup), complete; in the process-group mode the
+  /// members found by group, parentage and marker, so a descendant that
+  /// left its group and cleared the marker is not counted.
   uint32_t survivors = 0;
+  /// How the processes were found and ended.
+  containment_mode mode = containment_mode::process_group;
 };
 
 } // namespace sandbox

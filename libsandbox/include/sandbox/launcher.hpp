@@ -23,6 +23,9 @@ struct launch_spec {
   env_map env;
   /// Gives the child a stdin pipe; otherwise its stdin is /dev/null.
   bool pipe_stdin = false;
+  /// A cgroup v2 directory the child is born in (`CLONE_INTO_CGROUP`);
+  /// empty: the launcher's own cgroup.
+  std::string cgroup;
 };
 
 /// A started child: its pid (also its process group id) and our pipe ends.
@@ -36,19 +39,40 @@ struct launched_child {
   unique_fd pidfd;
 };
 
-/// Starts a child with posix_spawn (vfork-style: the cost does not grow with
-/// the parent's memory) as the leader of a new process group, with default
-/// signal dispositions, an empty signal mask and no inherited descriptors
-/// beyond 0, 1 and 2. The launch is a pipeline of small steps, each in
-/// launcher.cpp: pipes, file actions, attributes, environment, spawn, pidfd.
+/// Starts a child vfork-style (it shares the parent's memory until it
+/// execs, so the cost does not grow with the parent's memory) as the leader
+/// of a new process group, with default signal dispositions, an empty
+/// signal mask, `PR_SET_PDEATHSIG` SIGKILL and no inherited descriptors
+/// beyond 0, 1 and 2, born in `spec.cgroup` when one is given. The launch
+/// is a pipeline of small steps, each in launcher.cpp: pipes, environment,
+/// the child's plan, clone, the exec report.
+///
+/// On x86_64 the child is made by `clone3(CLONE_VM | CLONE_VFORK |
+/// CLONE_PIDFD | CLONE_INTO_CGROUP)`; elsewhere, or where clone3 is refused
+/// (ENOSYS under some seccomp filters), by `clone(CLONE_VM | CLONE_VFORK |
+/// CLONE_PIDFD)`, the child then joining its cgroup by writing to its
+/// `cgroup.procs` before the exec. Either way no instruction of the new
+/// program runs outside the cgroup.
+///
+/// The death signal fires when the *thread* that launched the child ends:
+/// launch from a thread that lives as long as the node (the actor
+/// scheduler's workers do).
 ///
 /// Errors: `path_not_found` if `cwd` or the executable does not exist or
 /// `cwd` is not a directory (`working directory does not exist: <cwd>`,
 /// `working directory is not a directory: <cwd>`), `permission_denied` if
 /// either is not accessible (the message names which), `invalid_argument`
 /// when arguments and environment exceed the kernel's limits (E2BIG; the
-/// message names ARG_MAX and MAX_ARG_STRLEN), `io_error` otherwise.
+/// message names ARG_MAX and MAX_ARG_STRLEN), `io_error` otherwise (a
+/// cgroup that cannot be entered is one, naming it).
 result<launched_child> launch(const launch_spec& spec);
+
+/// How `launch` makes children in this process: "clone3" or "clone" (see
+/// above); for `sandbox info` and the logs.
+std::string_view launch_method() noexcept;
+
+/// Forces the portable `clone` path (tests of that path); process-wide.
+void force_clone_fallback(bool on) noexcept;
 
 /// Returns the environment of this process as a map.
 env_map current_environment();

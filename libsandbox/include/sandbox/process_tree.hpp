@@ -44,6 +44,11 @@ struct tree_query {
   std::vector<pid_t> roots;
   /// Environment prefix that marks a member, e.g. "SANDBOX_EXEC=<sid>/".
   std::string marker_prefix;
+  /// The cgroup v2 directory that holds every member (the execution's or
+  /// the session's) in the cgroup mode: then it alone decides membership,
+  /// and `groups`, `roots` and `marker_prefix` are not consulted. Empty in
+  /// the process-group mode.
+  std::string cgroup;
 };
 
 /// Returns the query for a set of executions. `children` are their direct

@@ -52,7 +52,7 @@ typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stop_receipt& x) {
   return f(caf::meta::type_name("sandbox::stop_receipt"), x.ended, x.killed,
-           x.survivors);
+           x.survivors, x.mode);
 }
 
 } // namespace sandbox
@@ -91,13 +91,15 @@ struct session_info {
   /// Children currently running.
   uint32_t children = 0;
   bool stopped = false;
+  /// How the node holds the session's processes.
+  containment_mode containment = containment_mode::process_group;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_info& x) {
   return f(caf::meta::type_name("sandbox::actors::session_info"), x.id,
            x.working_directory, x.home_directory, x.port, x.children,
-           x.stopped);
+           x.stopped, x.containment);
 }
 
 } // namespace sandbox::actors

@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <string>
 
+#include "sandbox/cgroup.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
 #include "sandbox/reactor.hpp"
@@ -15,6 +16,19 @@
 #include "sandbox/watchdog.hpp"
 
 namespace sandbox::actors {
+
+/// How a node holds its sessions' process trees (docs/security.md).
+enum class containment_choice : uint8_t {
+  /// The cgroup mode where a writable cgroup v2 hierarchy exists, else the
+  /// process-group mode.
+  automatic,
+  /// The cgroup mode or nothing: `validate` refuses the config where it
+  /// cannot work.
+  cgroup,
+  /// The process-group mode, even where cgroups would work (tests of the
+  /// fallback; hosts that manage cgroups themselves).
+  process_group,
+};
 
 /// Settings of a node that every session shares. `validate` says whether a
 /// node can work with them; a node started with invalid ones refuses every
@@ -44,10 +58,13 @@ struct runtime_config {
   /// known to be a session's. Leave it off in a host application: the node
   /// then changes neither its SIGCHLD disposition nor its orphan handling.
   bool reap_all_orphans = false;
+  /// How process trees are held; see `containment_choice`.
+  containment_choice containment = containment_choice::automatic;
 };
 
 /// Checks every value of `cfg`, including that the shell is an absolute
-/// path to an executable regular file.
+/// path to an executable regular file, and that a forced cgroup mode can
+/// work (a cgroup v2 hierarchy with the node's own cgroup writable).
 /// @returns `invalid_argument` naming the first bad value, e.g.
 ///   `invalid runtime_config.reactor_threads 0: must be at least 1`.
 result<void> validate(const runtime_config& cfg);
@@ -116,6 +133,37 @@ public:
     return gate_;
   }
 
+  /// The containment mode in force (the `containment` setting, resolved).
+  containment_mode containment() const noexcept {
+    return cgroups_ ? containment_mode::cgroup : containment_mode::process_group;
+  }
+
+  /// Why the process-group mode is in force (the cgroup mode's error, or
+  /// "forced by runtime_config.containment"); empty in the cgroup mode.
+  const std::string& containment_detail() const noexcept {
+    return containment_detail_;
+  }
+
+  /// The node's cgroup directory (`<own>/sandbox-<pid>-<starttime>`); empty
+  /// in the process-group mode.
+  const std::string& cgroup_root() const noexcept;
+
+  /// The node's cgroup tree (`node_root()`, `process_root()`); null in the
+  /// process-group mode. Its directories exist only while an execution
+  /// needs them: a watchdog kills `node_root()` if it exists.
+  const sandbox::cgroup_tree* cgroups() const noexcept {
+    return cgroups_.get();
+  }
+
+  /// The cgroup of session `id`; empty in the process-group mode.
+  std::string session_cgroup(const std::string& id) const;
+
+  /// Creates the cgroup of execution `exec` of session `id` and returns its
+  /// directory; empty in the process-group mode. Errors: those of
+  /// `cgroup_tree::make_execution`.
+  result<std::string> execution_cgroup(const std::string& id,
+                                       uint64_t exec) const;
+
   /// Returns a number unique within this runtime (execution numbers).
   uint64_t next_id() noexcept {
     return ++ids_;
@@ -124,8 +172,13 @@ public:
 private:
   runtime_config cfg_;
   env_map base_env_;
-  /// Keeps the process's watchdog running while this runtime lives.
+  /// Keeps the process's watchdog running while this runtime lives
+  /// (destroyed last).
   std::unique_ptr<sandbox::watchdog::lease> watchdog_;
+  /// The cgroup mode's tree; null in the process-group mode. Destroyed
+  /// after the reactor: its destructor ends what is left of the sessions.
+  std::unique_ptr<sandbox::cgroup_tree> cgroups_;
+  std::string containment_detail_;
   std::unique_ptr<sandbox::reactor> reactor_;
   std::shared_ptr<sandbox::reaper> reaper_;
   std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();

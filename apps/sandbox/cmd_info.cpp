@@ -1,0 +1,114 @@
+// `sandbox info`: what this build and the node that serves it can do:
+// version, kernel, and how sessions' processes are held (the containment
+// mode, docs/security.md).
+
+#include <sys/utsname.h>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "sandbox/cgroup.hpp"
+#include "sandbox/launcher.hpp"
+
+#ifndef SANDBOX_VERSION
+#  define SANDBOX_VERSION "unknown"
+#endif
+
+namespace sandbox::cli {
+
+namespace {
+
+/// The facts `info` prints, in order.
+struct node_facts {
+  std::string containment;
+  /// Why the process-group mode is in force; empty in the cgroup mode.
+  std::string detail;
+  /// The node's cgroup directory (embedded node in the cgroup mode).
+  std::string cgroup;
+  std::string launch;
+  /// HOST:PORT of a remote node; empty for the embedded node.
+  std::string node;
+};
+
+std::string kernel_release() {
+  struct utsname u;
+  if (::uname(&u) != 0)
+    return "unknown";
+  return fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+}
+
+/// The embedded node's facts, from its runtime.
+node_facts embedded_facts() {
+  auto& rt = *embedded().rt();
+  node_facts f;
+  f.containment = std::string{to_string(rt.containment())};
+  f.detail = rt.containment_detail();
+  f.cgroup = rt.cgroup_root();
+  f.launch = std::string{launch_method()};
+  return f;
+}
+
+/// A remote node's mode, as its sessions report it (an ephemeral session,
+/// stopped again).
+result<node_facts> remote_facts(const global_options& g) {
+  node_facts f;
+  auto s = acquire_session(g, {});
+  if (!s)
+    return s.error();
+  auto info = s->session.info();
+  if (s->owned)
+    (void) s->session.stop();
+  if (!info)
+    return info.error();
+  f.containment = std::string{to_string(info->containment)};
+  f.node = g.nodes.size() == 1 ? g.nodes.front() : std::string{};
+  return f;
+}
+
+int run_info(const global_options& g) {
+  auto facts = g.nodes.empty() ? result<node_facts>{embedded_facts()}
+                               : remote_facts(g);
+  if (!facts)
+    return report(g, facts.error());
+  auto& f = *facts;
+  if (g.json) {
+    nlohmann::ordered_json j{{"type", "info"},
+                             {"version", SANDBOX_VERSION},
+                             {"kernel", kernel_release()},
+                             {"containment", f.containment}};
+    if (!f.detail.empty())
+      j["containment_detail"] = f.detail;
+    if (!f.cgroup.empty())
+      put_path(j, "cgroup", f.cgroup);
+    if (!f.launch.empty())
+      j["launch"] = f.launch;
+    if (!f.node.empty())
+      j["node"] = f.node;
+    print_json(j);
+    return exit_ok;
+  }
+  auto line = [](std::string_view key, const std::string& value) {
+    if (!value.empty())
+      emit(1, fmt::format("{:<12} {}\n", key, escape_control(value)));
+  };
+  line("version", SANDBOX_VERSION);
+  line("kernel", kernel_release());
+  line("containment", f.containment);
+  line("why", f.detail);
+  line("cgroup", f.cgroup);
+  line("launch", f.launch);
+  line("node", f.node);
+  return exit_ok;
+}
+
+} // namespace
+
+command add_info(CLI::App& app, global_options& g) {
+  auto* sub = app.add_subcommand("info", "version, kernel and how the node "
+                                         "holds its sessions' processes "
+                                         "(containment mode)");
+  sub->footer(global_options_footer);
+  return {sub, [&g] { return run_info(g); }};
+}
+
+} // namespace sandbox::cli

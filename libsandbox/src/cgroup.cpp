@@ -1,0 +1,391 @@
+#include "sandbox/cgroup.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <atomic>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "sandbox/unique_fd.hpp"
+
+namespace sandbox {
+
+namespace {
+
+bool read_file(const std::string& path, std::string& out) {
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd)
+    return false;
+  out.clear();
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    if (n == 0)
+      return true;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+/// mountinfo escapes blanks and backslashes as `\ooo`.
+std::string unescape_octal(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3'
+        && s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0'
+        && s[i + 3] <= '7') {
+      out.push_back(static_cast<char>((s[i + 1] - '0') * 64
+                                      + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string_view> split(std::string_view line, char sep) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos <= line.size()) {
+    auto end = line.find(sep, pos);
+    if (end == std::string_view::npos)
+      end = line.size();
+    out.push_back(line.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
+error unsupported(std::string why) {
+  return error{errc::unsupported,
+               fmt::format("cgroup v2 containment unavailable: {}", why)};
+}
+
+/// Field 22 of /proc/<pid>/stat: start time in clock ticks after boot.
+/// With the pid it names a process uniquely across pid reuse. 0 when the
+/// process is gone.
+unsigned long long start_time_of(const std::string& stat_path) {
+  std::string text;
+  if (!read_file(stat_path, text))
+    return 0;
+  auto close = text.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream in{text.substr(close + 2)};
+  std::string field;
+  // After ") ": state is field 3; start time is field 22.
+  for (int i = 3; i < 22 && in >> field; ++i)
+    ;
+  unsigned long long start = 0;
+  in >> start;
+  return start;
+}
+
+unsigned long long own_start_time() {
+  return start_time_of("/proc/self/stat");
+}
+
+bool valid_component(std::string_view name) {
+  return !name.empty() && name != "." && name != ".."
+         && name.find('/') == std::string_view::npos
+         && name.find('\0') == std::string_view::npos;
+}
+
+/// Child cgroups of `dir` (subdirectories).
+std::vector<std::string> children_of(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr)
+    return out;
+  while (auto* ent = ::readdir(d)) {
+    if (ent->d_type != DT_DIR || std::strcmp(ent->d_name, ".") == 0
+        || std::strcmp(ent->d_name, "..") == 0)
+      continue;
+    out.push_back(dir + "/" + ent->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+void collect_members(const std::string& dir, std::vector<pid_t>& out,
+                     int depth) {
+  std::string text;
+  if (read_file(dir + "/cgroup.procs", text)) {
+    for (auto line : split(text, '\n'))
+      if (!line.empty())
+        out.push_back(static_cast<pid_t>(std::atoi(std::string{line}.c_str())));
+  }
+  // Our trees are two levels deep; the bound only stops a runaway walk.
+  if (depth < 16)
+    for (auto& child : children_of(dir))
+      collect_members(child, out, depth + 1);
+}
+
+} // namespace
+
+std::string_view to_string(containment_mode x) noexcept {
+  switch (x) {
+    case containment_mode::cgroup:
+      return "cgroup";
+    case containment_mode::process_group:
+      return "process_group";
+  }
+  return "unknown";
+}
+
+result<std::string> find_own_cgroup(std::string_view mountinfo,
+                                    std::string_view proc_cgroup) {
+  std::string own;
+  bool found = false;
+  for (auto line : split(proc_cgroup, '\n'))
+    if (line.substr(0, 3) == "0::") {
+      own = std::string{line.substr(3)};
+      found = true;
+    }
+  if (!found)
+    return unsupported("no cgroup v2 entry (0::) in /proc/self/cgroup");
+  // A cgroup whose processes moved away after we were born into it shows
+  // " (deleted)"; nothing can be created below it.
+  if (own.empty() || own.front() != '/')
+    return unsupported(fmt::format("unusable own cgroup {}", own));
+  bool mounted = false;
+  for (auto line : split(mountinfo, '\n')) {
+    // id parent major:minor root mount-point options [optional...] - type ...
+    auto dash = line.find(" - ");
+    if (dash == std::string_view::npos)
+      continue;
+    auto tail = split(line.substr(dash + 3), ' ');
+    if (tail.empty() || tail[0] != "cgroup2")
+      continue;
+    mounted = true;
+    auto head = split(line.substr(0, dash), ' ');
+    if (head.size() < 5)
+      continue;
+    auto root = unescape_octal(head[3]);
+    auto point = unescape_octal(head[4]);
+    // The own cgroup is relative to the cgroup namespace, as the mount's
+    // root is: the mount shows it when the root is a prefix of it.
+    std::string rel;
+    if (root == "/")
+      rel = own;
+    else if (own == root)
+      rel = "/";
+    else if (own.compare(0, root.size(), root) == 0
+             && own.size() > root.size() && own[root.size()] == '/')
+      rel = own.substr(root.size());
+    else
+      continue;
+    if (rel == "/")
+      return point;
+    return point + rel;
+  }
+  if (!mounted)
+    return unsupported("no cgroup2 file system in /proc/self/mountinfo");
+  return unsupported(fmt::format("own cgroup {} is not below any cgroup2 "
+                                 "mount",
+                                 own));
+}
+
+result<std::string> find_own_cgroup() {
+  std::string mountinfo;
+  std::string cgroup;
+  if (!read_file("/proc/self/mountinfo", mountinfo))
+    return unsupported(fmt::format("cannot read /proc/self/mountinfo: {}",
+                                   std::strerror(errno)));
+  if (!read_file("/proc/self/cgroup", cgroup))
+    return unsupported(fmt::format("cannot read /proc/self/cgroup: {}",
+                                   std::strerror(errno)));
+  return find_own_cgroup(mountinfo, cgroup);
+}
+
+std::vector<pid_t> cgroup_members(const std::string& dir) {
+  std::vector<pid_t> out;
+  collect_members(dir, out, 0);
+  return out;
+}
+
+result<bool> cgroup_populated(const std::string& dir) {
+  std::string text;
+  auto path = dir + "/cgroup.events";
+  if (!read_file(path, text))
+    return make_errno_error(errno, path);
+  for (auto line : split(text, '\n'))
+    if (line.substr(0, 10) == "populated ")
+      return line.substr(10) != "0";
+  return error{errc::io_error, fmt::format("{}: no populated line", path)};
+}
+
+result<void> cgroup_kill(const std::string& dir) {
+  auto path = dir + "/cgroup.kill";
+  unique_fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC)};
+  if (!fd || ::write(fd.get(), "1", 1) != 1)
+    return make_errno_error(errno, path);
+  return {};
+}
+
+result<void> cgroup_remove(const std::string& dir) {
+  for (auto& child : children_of(dir))
+    if (auto ok = cgroup_remove(child); !ok)
+      return ok;
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
+    return make_errno_error(errno, fmt::format("rmdir {}", dir));
+  return {};
+}
+
+result<void> cgroup_kill_and_remove(const std::string& dir,
+                                    std::chrono::milliseconds timeout) {
+  auto populated = cgroup_populated(dir);
+  if (!populated) {
+    if (populated.error().code == errc::path_not_found)
+      return {};
+    return populated.error();
+  }
+  if (*populated) {
+    if (auto ok = cgroup_kill(dir); !ok)
+      return ok;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      populated = cgroup_populated(dir);
+      if (!populated)
+        return populated.error();
+      if (!*populated)
+        break;
+      if (std::chrono::steady_clock::now() >= deadline)
+        return error{errc::timeout,
+                     fmt::format("cgroup {} still holds processes {} ms "
+                                 "after cgroup.kill",
+                                 dir, timeout.count())};
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+  }
+  return cgroup_remove(dir);
+}
+
+namespace {
+
+/// Numbers the trees of this process.
+std::atomic<uint64_t> next_tree{0};
+
+/// Removes `dir` if it is empty; true when it is gone.
+bool remove_if_empty(const std::string& dir) {
+  return ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
+}
+
+} // namespace
+
+size_t remove_dead_cgroups(const std::string& own) {
+  size_t removed = 0;
+  for (auto& dir : children_of(own)) {
+    auto name = dir.substr(dir.rfind('/') + 1);
+    unsigned long pid = 0;
+    unsigned long long start = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "sandbox-%lu-%llu%c", &pid, &start, &tail)
+          != 2
+        || pid == 0)
+      continue;
+    if (static_cast<pid_t>(pid) == ::getpid()
+        || start_time_of(fmt::format("/proc/{}/stat", pid)) == start)
+      continue; // its process lives
+    if (cgroup_kill_and_remove(dir, std::chrono::seconds{2}))
+      ++removed;
+  }
+  return removed;
+}
+
+result<std::unique_ptr<cgroup_tree>> cgroup_tree::create() {
+  auto own = find_own_cgroup();
+  if (!own)
+    return own.error();
+  auto process = fmt::format("{}/sandbox-{}-{}", *own, ::getpid(),
+                             own_start_time());
+  auto root = fmt::format("{}/n-{}", process, ++next_tree);
+  // The check makes both directories and removes them again: they exist
+  // only while an execution needs them (`make_execution`), so a node that
+  // ends without its destructor (the CLI's _Exit) leaves nothing behind
+  // once its sessions stopped.
+  if (::mkdir(process.c_str(), 0755) != 0 && errno != EEXIST)
+    return unsupported(fmt::format("cannot create {}: {}", process,
+                                   std::strerror(errno)));
+  if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+    auto err = errno;
+    remove_if_empty(process);
+    return unsupported(fmt::format("cannot create {}: {}", root,
+                                   std::strerror(err)));
+  }
+  // cgroup.kill came with Linux 5.14 (CLONE_INTO_CGROUP with 5.7).
+  auto kill_ok = ::access((root + "/cgroup.kill").c_str(), W_OK) == 0;
+  auto err = errno;
+  remove_if_empty(root);
+  remove_if_empty(process);
+  if (!kill_ok)
+    return unsupported(fmt::format("{}/cgroup.kill: {}", root,
+                                   std::strerror(err)));
+  return std::unique_ptr<cgroup_tree>{
+    new cgroup_tree(std::move(*own), std::move(process), std::move(root))};
+}
+
+cgroup_tree::~cgroup_tree() {
+  (void) cgroup_kill_and_remove(root_, std::chrono::seconds{2});
+  remove_if_empty(process_);
+}
+
+void cgroup_tree::prune(const std::string& session_dir) {
+  auto slash = session_dir.rfind('/');
+  if (slash == std::string::npos
+      || session_dir.compare(slash + 1, 2, "s-") != 0)
+    return;
+  auto root = session_dir.substr(0, slash);
+  slash = root.rfind('/');
+  if (slash == std::string::npos || root.compare(slash + 1, 2, "n-") != 0)
+    return;
+  if (remove_if_empty(root)) {
+    auto process = root.substr(0, slash);
+    slash = process.rfind('/');
+    if (slash != std::string::npos
+        && process.compare(slash + 1, 8, "sandbox-") == 0)
+      remove_if_empty(process);
+  }
+}
+
+std::string cgroup_tree::session_path(std::string_view id) const {
+  return fmt::format("{}/s-{}", root_, id);
+}
+
+result<std::string> cgroup_tree::make_execution(std::string_view id,
+                                                uint64_t exec) const {
+  if (!valid_component(id))
+    return error{errc::invalid_argument,
+                 fmt::format("session id {} is not a cgroup name", id)};
+  auto session = session_path(id);
+  auto path = fmt::format("{}/e-{}", session, exec);
+  // One mkdir in the common case. A missing ancestor is made again: an
+  // idle node's directories go with its last session (`prune`), possibly
+  // while this runs, hence the few rounds.
+  for (int round = 0; round < 4; ++round) {
+    if (::mkdir(path.c_str(), 0755) == 0)
+      return path;
+    if (errno != ENOENT)
+      break;
+    for (const char* dir : {process_.c_str(), root_.c_str(), session.c_str()})
+      if (::mkdir(dir, 0755) != 0 && errno != EEXIST)
+        break;
+  }
+  return make_errno_error(errno, fmt::format("mkdir {}", path));
+}
+
+} // namespace sandbox

@@ -1,0 +1,277 @@
+#define CAF_SUITE libsandbox.cgroup
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "helpers/temp_dir.hpp"
+#include "sandbox/cgroup.hpp"
+#include "sandbox/launcher.hpp"
+#include "sandbox/process_tree.hpp"
+
+using sandbox::cgroup_tree;
+using sandbox::errc;
+using sandbox::find_own_cgroup;
+
+#define SANDBOX_REQUIRE_OK(expr)                                               \
+  do {                                                                         \
+    if (!(expr))                                                               \
+      CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
+  } while (false)
+
+#define SANDBOX_CHECK_OK(expr)                                                 \
+  do {                                                                         \
+    auto&& sandbox_checked = (expr);                                           \
+    if (!sandbox_checked)                                                      \
+      CAF_CHECK_EQUAL(sandbox_checked.error().message, "");                    \
+  } while (false)
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+sandbox::launch_spec shell(std::string command) {
+  sandbox::launch_spec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", std::move(command)};
+  spec.cwd = "/";
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  return spec;
+}
+
+/// Reads `fd` to its end.
+std::string drain(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0)
+      return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+/// Reaps `pid`; the raw wait status.
+int reap(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  return status;
+}
+
+/// Runs `spec` to its end; its stdout and wait status.
+std::pair<std::string, int> run(const sandbox::launch_spec& spec) {
+  auto c = sandbox::launch(spec);
+  if (!c)
+    CAF_FAIL("launch failed: " << c.error().message);
+  auto out = drain(c->stdout_r.get());
+  return {out, reap(c->pid)};
+}
+
+/// The node tree of this test, or null (with a message) where cgroup v2 is
+/// not writable (a CI container): the cgroup tests then check nothing.
+std::unique_ptr<cgroup_tree> tree_or_skip() {
+  auto t = cgroup_tree::create();
+  if (!t) {
+    CAF_MESSAGE("cgroup mode unavailable, skipped: " << t.error().message);
+    return nullptr;
+  }
+  return std::move(*t);
+}
+
+const char* mountinfo = "24 1 0:22 / / rw - ext4 /dev/root rw\n"
+                        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - "
+                        "cgroup2 cgroup2 rw\n";
+
+} // namespace
+
+CAF_TEST(the own cgroup is the cgroup2 mount point plus the 0 line) {
+  auto own = find_own_cgroup(mountinfo, "1:cpu:/\n0::/user.slice/a b\n");
+  SANDBOX_CHECK_OK(own);
+  CAF_CHECK_EQUAL(*own, "/sys/fs/cgroup/unified/user.slice/a b");
+  auto root = find_own_cgroup(mountinfo, "0::/\n");
+  SANDBOX_CHECK_OK(root);
+  CAF_CHECK_EQUAL(*root, "/sys/fs/cgroup/unified");
+}
+
+CAF_TEST(a cgroup2 mount of a subtree is followed and escapes are decoded) {
+  auto info = "50 1 0:40 /ns /sys/fs/my\\040cgroup rw - cgroup2 none rw\n";
+  auto own = find_own_cgroup(info, "0::/ns/job\n");
+  SANDBOX_CHECK_OK(own);
+  CAF_CHECK_EQUAL(*own, "/sys/fs/my cgroup/job");
+  auto outside = find_own_cgroup(info, "0::/other\n");
+  CAF_REQUIRE(!outside);
+  CAF_CHECK(outside.error().code == errc::unsupported);
+  CAF_CHECK(outside.error().message.find("/other") != std::string::npos);
+}
+
+CAF_TEST(no cgroup2 mount or no 0 line means the cgroup mode is unsupported) {
+  auto none = find_own_cgroup("24 1 0:22 / / rw - ext4 /dev/root rw\n",
+                              "0::/\n");
+  CAF_REQUIRE(!none);
+  CAF_CHECK(none.error().code == errc::unsupported);
+  auto v1 = find_own_cgroup(mountinfo, "1:cpu:/\n");
+  CAF_REQUIRE(!v1);
+  CAF_CHECK(v1.error().message.find("0::") != std::string::npos);
+}
+
+CAF_TEST(a node tree lives below the own cgroup and goes with its owner) {
+  auto tree = tree_or_skip();
+  if (!tree)
+    return;
+  auto root = tree->node_root();
+  auto process = tree->process_root();
+  CAF_CHECK_EQUAL(process.rfind(tree->own() + "/sandbox-"
+                                  + std::to_string(::getpid()) + "-",
+                                0),
+                  0u);
+  CAF_CHECK_EQUAL(root.rfind(process + "/n-", 0), 0u);
+  auto exec = tree->make_execution("sid", 7);
+  SANDBOX_REQUIRE_OK(exec);
+  CAF_CHECK_EQUAL(*exec, root + "/s-sid/e-7");
+  CAF_CHECK(exists(*exec + "/cgroup.kill"));
+  // A second node of the process has a tree of its own.
+  auto other = cgroup_tree::create();
+  SANDBOX_REQUIRE_OK(other);
+  CAF_CHECK_NOT_EQUAL((*other)->node_root(), root);
+  other->reset();
+  CAF_CHECK(exists(root));
+  auto bad = tree->make_execution("../x", 1);
+  CAF_REQUIRE(!bad);
+  CAF_CHECK(bad.error().code == errc::invalid_argument);
+  tree.reset();
+  CAF_CHECK(!exists(root));
+  CAF_CHECK(!exists(process));
+}
+
+CAF_TEST(children are born in their cgroup on both launch paths) {
+  auto tree = tree_or_skip();
+  if (!tree)
+    return;
+  for (bool fallback : {false, true}) {
+    sandbox::force_clone_fallback(fallback);
+    CAF_MESSAGE("launch method " << sandbox::launch_method());
+    auto exec = tree->make_execution("born", fallback ? 2 : 1);
+    SANDBOX_REQUIRE_OK(exec);
+    auto spec = shell("cat /proc/self/cgroup");
+    spec.cgroup = *exec;
+    auto [out, status] = run(spec);
+    CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    auto rel = exec->substr(tree->own().size());
+    if (tree->own() == *find_own_cgroup())
+      CAF_CHECK(out.find("0::" + rel + "\n") != std::string::npos
+                || out.find("0::/" + rel.substr(rel.find("sandbox-")))
+                     != std::string::npos);
+    // cgroup.events says empty once the child is gone.
+    auto populated = sandbox::cgroup_populated(*exec);
+    SANDBOX_REQUIRE_OK(populated);
+    CAF_CHECK(!*populated);
+  }
+  sandbox::force_clone_fallback(false);
+}
+
+CAF_TEST(a child starts with default signals an empty mask and no extra fds) {
+  // The node ignores SIGPIPE and blocks signals in threads; none of it may
+  // reach a child (nor glibc's internal signals 32 and 33).
+  auto old = ::signal(SIGPIPE, SIG_IGN);
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  sigset_t saved;
+  ::pthread_sigmask(SIG_BLOCK, &block, &saved);
+  for (bool fallback : {false, true}) {
+    sandbox::force_clone_fallback(fallback);
+    auto [out, status] = run(
+      shell("grep -E '^Sig(Ign|Blk)' /proc/self/status; ls /proc/self/fd"));
+    CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CAF_CHECK(out.find("SigBlk:\t0000000000000000\n") != std::string::npos);
+    CAF_CHECK(out.find("SigIgn:\t0000000000000000\n") != std::string::npos);
+    // 0, 1, 2 and the descriptor ls reads /proc/self/fd with.
+    CAF_CHECK_EQUAL(out.substr(out.find("\n0\n") + 1), "0\n1\n2\n3\n");
+  }
+  sandbox::force_clone_fallback(false);
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  ::signal(SIGPIPE, old);
+}
+
+CAF_TEST(exec and cwd failures are reported on both launch paths) {
+  for (bool fallback : {false, true}) {
+    sandbox::force_clone_fallback(fallback);
+    auto spec = shell("true");
+    spec.executable = "/nonexistent/program";
+    auto missing = sandbox::launch(spec);
+    CAF_REQUIRE(!missing);
+    CAF_CHECK(missing.error().code == errc::path_not_found);
+    CAF_CHECK_EQUAL(missing.error().message,
+                    "cannot start /nonexistent/program: No such file or "
+                    "directory");
+    // A file without any execute bit: EACCES, even for root.
+    sandbox::test::temp_dir dir;
+    auto path = dir.at("noexec");
+    ::close(::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    spec = shell("true");
+    spec.executable = path;
+    auto denied = sandbox::launch(spec);
+    CAF_REQUIRE(!denied);
+    CAF_CHECK(denied.error().code == errc::permission_denied);
+    CAF_CHECK_EQUAL(denied.error().message,
+                    std::string{"cannot start "} + path
+                      + ": Permission denied");
+  }
+  sandbox::force_clone_fallback(false);
+}
+
+CAF_TEST(a child dies with the thread that launched it) {
+  sandbox::launched_child child;
+  std::thread{[&] {
+    auto c = sandbox::launch(shell("exec sleep 30"));
+    if (c)
+      child = std::move(*c);
+  }}.join();
+  CAF_REQUIRE(child.pid > 0);
+  pollfd p{child.pidfd.get(), POLLIN, 0};
+  CAF_REQUIRE_EQUAL(::poll(&p, 1, 10000), 1);
+  auto status = reap(child.pid);
+  CAF_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+CAF_TEST(kill and remove ends a tree that left its process group) {
+  auto tree = tree_or_skip();
+  if (!tree)
+    return;
+  auto exec = tree->make_execution("kill", 1);
+  SANDBOX_REQUIRE_OK(exec);
+  // The escaper lets go of the output pipe, so that `run` sees its end.
+  auto spec = shell("(setsid env -i sleep 300 >/dev/null 2>&1 &); "
+                    "echo started");
+  spec.cgroup = *exec;
+  auto [out, status] = run(spec);
+  CAF_CHECK_EQUAL(out, "started\n");
+  auto members = sandbox::cgroup_members(tree->node_root());
+  CAF_CHECK_EQUAL(members.size(), 1u);
+  auto populated = sandbox::cgroup_populated(tree->session_path("kill"));
+  CAF_CHECK(populated && *populated);
+  auto done = sandbox::cgroup_kill_and_remove(tree->session_path("kill"),
+                                              std::chrono::seconds{5});
+  SANDBOX_CHECK_OK(done);
+  CAF_CHECK(!exists(*exec));
+  CAF_CHECK(!exists(tree->session_path("kill")));
+  // Exited (populated 0 came after the exit): at most a zombie of init's
+  // until it is reaped.
+  for (auto& e : sandbox::proc_snapshot())
+    for (auto pid : members)
+      if (e.pid == pid)
+        CAF_CHECK(e.zombie());
+}
