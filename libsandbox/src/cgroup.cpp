@@ -1,6 +1,7 @@
 #include "sandbox/cgroup.hpp"
 
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -298,9 +299,16 @@ size_t remove_dead_cgroups(const std::string& own) {
           != 2
         || pid == 0)
       continue;
-    if (static_cast<pid_t>(pid) == ::getpid()
-        || start_time_of(fmt::format("/proc/{}/stat", pid)) == start)
-      continue; // its process lives
+    if (static_cast<pid_t>(pid) == ::getpid())
+      continue;
+    // Gone: no such pid, or the pid is another process's now (another
+    // start time). A process whose start time cannot be read is left alone.
+    auto now = start_time_of(fmt::format("/proc/{}/stat", pid));
+    auto gone = now == 0 ? ::kill(static_cast<pid_t>(pid), 0) != 0
+                             && errno == ESRCH
+                         : now != start;
+    if (!gone)
+      continue;
     if (cgroup_kill_and_remove(dir, std::chrono::seconds{2}))
       ++removed;
   }

@@ -41,7 +41,7 @@ bool read_until_ready(live_process& p, victim& v) {
   for (size_t n = 1;; ++n) {
     if (!p.wait_lines(n))
       return false;
-    auto line = p.lines().back();
+    auto line = p.lines()[n - 1];
     if (line == "ready")
       return true;
     auto space = line.find(' ');
@@ -154,22 +154,22 @@ void sigkill(pid_t node) {
 
 } // namespace
 
-CAF_TEST(SIGKILL of a node embedded in a host program ends every process) {
+CAF_TEST(a SIGKILLed node embedded in a host program leaves no process) {
   // The mode the host supports (cgroup where cgroup v2 is writable).
   check_nothing_outlives({}, sigkill);
 }
 
-CAF_TEST(SIGKILL of a node in the process group mode ends every process) {
+CAF_TEST(a SIGKILLed node in the process group mode leaves no process) {
   auto v = check_nothing_outlives({"process-group"}, sigkill);
   CAF_CHECK_EQUAL(v.mode, "process_group");
 }
 
-CAF_TEST(SIGKILL of a node only process (subreaper) ends every process) {
+CAF_TEST(a SIGKILLed node only process (subreaper) leaves no process) {
   check_nothing_outlives({"reap-all", "process-group"}, sigkill);
   check_nothing_outlives({"reap-all"}, sigkill);
 }
 
-CAF_TEST(a Ctrl-C to the node's process group does not stop the watchdog) {
+CAF_TEST(a Ctrl-C to the process group of the node does not stop the watchdog) {
   // The helper leads its own process group, as a CLI in a shell job does;
   // SIGINT to that group ends the node, and the watchdog (in a session of
   // its own) ends what the node started.
