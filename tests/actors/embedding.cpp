@@ -65,7 +65,7 @@ CAF_TEST(the same holds in the process group mode) {
   check_host({"process-group"});
 }
 
-CAF_TEST(a node only process is a subreaper with restarting calls until it ends) {
+CAF_TEST(a node only process is a subreaper with restarting calls till its end) {
   auto before = current();
   CAF_REQUIRE_EQUAL(before.subreaper, 0);
   {

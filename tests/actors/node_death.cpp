@@ -169,7 +169,7 @@ CAF_TEST(a SIGKILLed node only process (subreaper) leaves no process) {
   check_nothing_outlives({"reap-all"}, sigkill);
 }
 
-CAF_TEST(a Ctrl-C to the process group of the node does not stop the watchdog) {
+CAF_TEST(a Ctrl-C to the process group of the node spares the watchdog) {
   // The helper leads its own process group, as a CLI in a shell job does;
   // SIGINT to that group ends the node, and the watchdog (in a session of
   // its own) ends what the node started.
