@@ -55,7 +55,8 @@ struct table {
 // intercepts, so no lock another thread held at the clone), no allocation,
 // no library call, and no sanitizer instrumentation.
 
-#define SANDBOX_RAW __attribute__((no_sanitize("address", "thread", "undefined")))
+#define SANDBOX_RAW                                                            \
+  __attribute__((no_sanitize("address", "thread", "undefined")))
 
 SANDBOX_RAW long sys(long n, long a = 0, long b = 0, long c = 0, long d = 0,
                      long e = 0, long f = 0) {
@@ -218,6 +219,9 @@ SANDBOX_RAW void detach(int& sock) {
 
 [[noreturn]] SANDBOX_RAW void watchdog_main(int sock, table& t) {
   detach(sock);
+  // Ready: the node learns the pid once nothing of it is held any more.
+  int32_t me = static_cast<int32_t>(sys(SYS_getpid));
+  sys(SYS_sendto, sock, arg(&me), sizeof(me), MSG_NOSIGNAL, 0, 0);
   static_assert(1 + max_dir < path_size);
   char rec[path_size];
   size_t words = 0; // groups[0, words) may hold a bit
@@ -263,14 +267,17 @@ SANDBOX_RAW pid_t raw_fork(int exit_signal) {
 }
 
 /// The intermediate process: a session of its own, the watchdog forked in
-/// it, its pid (or -errno) sent to the node, then its end.
+/// it (which sends its pid once it is ready), or -errno sent to the node,
+/// then its end.
 [[noreturn]] SANDBOX_RAW void middle_main(int sock, table& t) {
   sys(SYS_setsid);
   auto dog = raw_fork(SIGCHLD);
   if (dog == 0)
     watchdog_main(sock, t);
-  int32_t reply = dog > 0 ? dog : -errno;
-  sys(SYS_sendto, sock, arg(&reply), sizeof(reply), MSG_NOSIGNAL, 0, 0);
+  if (dog < 0) {
+    int32_t reply = -errno;
+    sys(SYS_sendto, sock, arg(&reply), sizeof(reply), MSG_NOSIGNAL, 0, 0);
+  }
   die(0);
 }
 
@@ -325,7 +332,12 @@ std::pair<pid_t, int> start() {
   int status = 0;
   while (::waitpid(middle, &status, __WALL) < 0 && errno == EINTR)
     ;
+  // The watchdog's pid once it is ready, or the middle's -errno; the end
+  // of file if both died first.
   int32_t reply = 0;
+  pollfd p{sv[0], POLLIN, 0};
+  while (::poll(&p, 1, 10000) < 0 && errno == EINTR)
+    ;
   auto n = ::recv(sv[0], &reply, sizeof(reply), MSG_DONTWAIT);
   if (n != static_cast<ssize_t>(sizeof(reply)) || reply <= 0) {
     spdlog::warn("cannot start the watchdog: {}",
