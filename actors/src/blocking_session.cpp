@@ -16,8 +16,12 @@ namespace sandbox::actors {
 
 struct embedded_node::impl {
   system_config cfg;
+  // The actor system's threads start blocking SIGPIPE; the host's thread
+  // gets its mask back at once.
+  sigpipe_block no_sigpipe;
   caf::actor_system sys;
   impl() : sys(cfg) {
+    no_sigpipe.restore();
   }
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/thread_pool.hpp>
@@ -94,9 +95,11 @@ runtime::runtime(runtime_config cfg)
                             ? i->second
                             : std::string{"/tmp"};
   }
-  // Writing to a pipe whose reader is gone must fail with EPIPE instead of
-  // killing the node; children get default dispositions back at spawn.
-  ::signal(SIGPIPE, SIG_IGN);
+  // SIGPIPE keeps the host's disposition: the reactor's threads block it
+  // (child stdin writes fail with EPIPE there). The watchdog starts before
+  // the reaper may make this process a subreaper, so that it is never
+  // re-parented to us.
+  watchdog_ = std::make_unique<sandbox::watchdog::lease>();
   if (cfg_.containment == containment_choice::process_group) {
     containment_detail_ = "forced by runtime_config.containment";
   } else if (auto tree = cgroup_tree::create()) {
@@ -106,13 +109,27 @@ runtime::runtime(runtime_config cfg)
     if (cfg_.containment == containment_choice::cgroup)
       spdlog::error("containment cgroup was required: {}", containment_detail_);
   }
-  if (cgroups_)
+  if (cgroups_) {
     spdlog::info("containment: cgroup ({}; children launched with {})",
                  cgroups_->node_root(), launch_method());
-  else
+    // Leftovers of nodes whose process died (once per process); then the
+    // cgroups of this process's nodes: the watchdog kills them if it dies.
+    static std::once_flag leftovers;
+    std::call_once(leftovers, [&] { remove_dead_cgroups(cgroups_->own()); });
+    sandbox::watchdog::watch_cgroup(cgroups_->process_root());
+  } else {
     spdlog::info("containment: process_group ({})", containment_detail_);
+  }
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
-  reaper_ = sandbox::reaper::make(*reactor_, cfg_.reap_all_orphans);
+  // A process that is only a node (reap_all_orphans) is a subreaper and
+  // reaps every orphan; a host application keeps its own orphan handling
+  // and SIGCHLD disposition.
+  sandbox::reaper_options ropts;
+  ropts.reap_all_orphans = cfg_.reap_all_orphans;
+  // In the cgroup mode a tree is held by its cgroup whoever its parent is:
+  // no subreaper, no SIGCHLD handler.
+  ropts.subreaper = cfg_.reap_all_orphans && !cgroups_;
+  reaper_ = sandbox::reaper::make(*reactor_, ropts);
   // An invalid count is refused by the node; the pool still needs a thread.
   files_ = std::make_unique<boost::asio::thread_pool>(
     std::clamp<size_t>(cfg_.file_threads, 1, max_file_threads));
@@ -127,12 +144,13 @@ runtime::~runtime() {
   if (reactor_->executor().running_in_this_thread()
       || files_->get_executor().running_in_this_thread()) {
     std::thread{[reap = std::move(reaper_), r = std::move(reactor_),
-                 files = std::move(files_),
-                 cg = std::move(cgroups_)]() mutable {
+                 files = std::move(files_), cg = std::move(cgroups_),
+                 dog = std::move(watchdog_)]() mutable {
       files.reset();
       reap.reset();
       r.reset();
       cg.reset();
+      dog.reset();
     }}.detach();
     return;
   }
@@ -142,6 +160,8 @@ runtime::~runtime() {
   reaper_.reset();
   reactor_.reset();
   cgroups_.reset();
+  // Last: "bye" to the watchdog once nothing of this runtime runs.
+  watchdog_.reset();
 }
 
 const std::string& runtime::cgroup_root() const noexcept {

@@ -1,11 +1,13 @@
 #include "sandbox/cgroup.hpp"
 
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <atomic>
@@ -74,11 +76,12 @@ error unsupported(std::string why) {
                fmt::format("cgroup v2 containment unavailable: {}", why)};
 }
 
-/// Field 22 of /proc/self/stat: start time in clock ticks after boot. With
-/// the pid it names this process uniquely across pid reuse.
-unsigned long long own_start_time() {
+/// Field 22 of /proc/<pid>/stat: start time in clock ticks after boot.
+/// With the pid it names a process uniquely across pid reuse. 0 when the
+/// process is gone.
+unsigned long long start_time_of(const std::string& stat_path) {
   std::string text;
-  if (!read_file("/proc/self/stat", text))
+  if (!read_file(stat_path, text))
     return 0;
   auto close = text.rfind(')');
   if (close == std::string::npos)
@@ -91,6 +94,10 @@ unsigned long long own_start_time() {
   unsigned long long start = 0;
   in >> start;
   return start;
+}
+
+unsigned long long own_start_time() {
+  return start_time_of("/proc/self/stat");
 }
 
 bool valid_component(std::string_view name) {
@@ -280,6 +287,33 @@ bool remove_if_empty(const std::string& dir) {
 }
 
 } // namespace
+
+size_t remove_dead_cgroups(const std::string& own) {
+  size_t removed = 0;
+  for (auto& dir : children_of(own)) {
+    auto name = dir.substr(dir.rfind('/') + 1);
+    unsigned long pid = 0;
+    unsigned long long start = 0;
+    char tail = 0;
+    if (std::sscanf(name.c_str(), "sandbox-%lu-%llu%c", &pid, &start, &tail)
+          != 2
+        || pid == 0)
+      continue;
+    if (static_cast<pid_t>(pid) == ::getpid())
+      continue;
+    // Gone: no such pid, or the pid is another process's now (another
+    // start time). A process whose start time cannot be read is left alone.
+    auto now = start_time_of(fmt::format("/proc/{}/stat", pid));
+    auto gone = now == 0 ? ::kill(static_cast<pid_t>(pid), 0) != 0
+                             && errno == ESRCH
+                         : now != start;
+    if (!gone)
+      continue;
+    if (cgroup_kill_and_remove(dir, std::chrono::seconds{2}))
+      ++removed;
+  }
+  return removed;
+}
 
 result<std::unique_ptr<cgroup_tree>> cgroup_tree::create() {
   auto own = find_own_cgroup();

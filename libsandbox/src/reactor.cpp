@@ -28,4 +28,17 @@ reactor::~reactor() {
     t.join();
 }
 
+sigpipe_block::sigpipe_block() noexcept {
+  sigset_t pipe_only;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  active_ = pthread_sigmask(SIG_BLOCK, &pipe_only, &old_) == 0;
+}
+
+void sigpipe_block::restore() noexcept {
+  if (active_)
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  active_ = false;
+}
+
 } // namespace sandbox

@@ -5,32 +5,80 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <spdlog/spdlog.h>
 
 #include "sandbox/process_tree.hpp"
+#include "sandbox/watchdog.hpp"
 
 namespace sandbox {
 
-reaper::reaper(reactor& r, bool reap_all_orphans)
-  : reap_all_(reap_all_orphans),
+namespace {
+
+/// What the process had before its first subreaper: restored when the last
+/// one goes.
+struct subreaper_state {
+  std::mutex mtx;
+  size_t count = 0;
+  int was_subreaper = 0;
+  struct sigaction old_chld;
+};
+
+subreaper_state& subreapers() {
+  static auto* s = new subreaper_state;
+  return *s;
+}
+
+} // namespace
+
+reaper::reaper(reactor& r, reaper_options opts)
+  : reap_all_(opts.reap_all_orphans),
+    subreaper_(opts.subreaper),
     strand_(boost::asio::make_strand(r.executor())),
-    signals_(strand_, SIGCHLD),
+    signals_(strand_),
     timer_(strand_) {
+  if (!subreaper_)
+    return;
+  auto& s = subreapers();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  if (s.count++ == 0) {
+    ::prctl(PR_GET_CHILD_SUBREAPER, &s.was_subreaper);
+    ::sigaction(SIGCHLD, nullptr, &s.old_chld);
+  }
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     spdlog::warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
                  "re-parented to init and cannot be reaped by the node");
+  signals_.add(SIGCHLD);
+  // Asio installs its handler without SA_RESTART: a blocking waitpid, read
+  // or write of any other thread would fail with EINTR at every SIGCHLD.
+  struct sigaction act;
+  if (::sigaction(SIGCHLD, nullptr, &act) == 0
+      && (act.sa_flags & SA_RESTART) == 0) {
+    act.sa_flags |= SA_RESTART;
+    ::sigaction(SIGCHLD, &act, nullptr);
+  }
 }
 
-std::shared_ptr<reaper> reaper::make(reactor& r, bool reap_all_orphans) {
-  std::shared_ptr<reaper> result{new reaper(r, reap_all_orphans)};
-  result->wait_signal();
+std::shared_ptr<reaper> reaper::make(reactor& r, reaper_options opts) {
+  std::shared_ptr<reaper> result{new reaper(r, opts)};
+  if (result->subreaper_)
+    result->wait_signal();
   return result;
 }
 
 reaper::~reaper() {
   boost::system::error_code ignored;
-  signals_.cancel(ignored);
   timer_.cancel();
+  if (!subreaper_)
+    return;
+  auto& s = subreapers();
+  std::lock_guard<std::mutex> guard{s.mtx};
+  signals_.clear(ignored);
+  if (--s.count == 0) {
+    ::sigaction(SIGCHLD, &s.old_chld, nullptr);
+    ::prctl(PR_SET_CHILD_SUBREAPER, s.was_subreaper);
+  }
 }
 
 void reaper::wait_signal() {
@@ -83,6 +131,8 @@ result<std::shared_ptr<child_process>> reaper::launch_owned(
   if (child && (*child)->pid() > 0) {
     own_set().insert((*child)->pid());
     (*child)->owned_ = true;
+    // The child leads a process group of its own.
+    watchdog::watch_group((*child)->pid());
   }
   return child;
 }
@@ -91,6 +141,11 @@ void reaper::release_owned(pid_t pid) {
   std::lock_guard<std::mutex> guard{own_mutex()};
   if (auto i = own_set().find(pid); i != own_set().end())
     own_set().erase(i);
+  // Under the lock: a new child that reuses the id is launched (and
+  // watched) either before this check, which then finds its group, or
+  // after the record that forgets the old one.
+  if (::kill(-pid, 0) != 0 && errno == ESRCH)
+    watchdog::forget_group(pid);
 }
 
 size_t reaper::owned_count() {
@@ -136,8 +191,14 @@ size_t reaper::reap_now() {
   // Forget what can no longer produce a zombie of ours.
   for (auto i = pids_.begin(); i != pids_.end();)
     i = ::kill(*i, 0) != 0 && errno == ESRCH ? pids_.erase(i) : std::next(i);
-  for (auto i = groups_.begin(); i != groups_.end();)
-    i = ::kill(-*i, 0) != 0 && errno == ESRCH ? groups_.erase(i) : std::next(i);
+  for (auto i = groups_.begin(); i != groups_.end();) {
+    if (::kill(-*i, 0) != 0 && errno == ESRCH) {
+      watchdog::forget_group(*i);
+      i = groups_.erase(i);
+    } else {
+      ++i;
+    }
+  }
   return reaped;
 }
 

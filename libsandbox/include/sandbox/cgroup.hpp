@@ -51,6 +51,12 @@ result<void> cgroup_remove(const std::string& dir);
 result<void> cgroup_kill_and_remove(const std::string& dir,
                                     std::chrono::milliseconds timeout);
 
+/// Kills and removes the cgroups `sandbox-<pid>-<starttime>` directly below
+/// `own` whose process is gone (a node process that died: its watchdog
+/// killed the processes, nobody removed the directories). Those of live
+/// processes are left alone. Returns how many were removed.
+size_t remove_dead_cgroups(const std::string& own);
+
 /// The cgroups of one node: `<own>/sandbox-<pid>-<starttime>/n-<k>/` (the
 /// first directory is shared by every node of the process, the second is
 /// this node's), per session `s-<id>/` and per execution `s-<id>/e-<n>/`.

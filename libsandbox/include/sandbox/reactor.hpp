@@ -1,5 +1,7 @@
 #pragma once
 
+#include <signal.h>
+
 #include <memory>
 #include <thread>
 #include <vector>
@@ -36,6 +38,29 @@ private:
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
     guard_;
   std::vector<std::thread> threads_;
+};
+
+/// Blocks SIGPIPE in the calling thread until `restore` (or destruction),
+/// then puts the previous mask back. Threads started meanwhile inherit the
+/// block: a library that starts threads in a host application (an actor
+/// system's workers) does so under one, and the host keeps its own SIGPIPE
+/// disposition while a write of those threads to a closed pipe fails with
+/// EPIPE instead of raising the signal.
+class sigpipe_block {
+public:
+  sigpipe_block() noexcept;
+  ~sigpipe_block() {
+    restore();
+  }
+  sigpipe_block(const sigpipe_block&) = delete;
+  sigpipe_block& operator=(const sigpipe_block&) = delete;
+
+  /// Restores the mask the thread had before; idempotent.
+  void restore() noexcept;
+
+private:
+  sigset_t old_;
+  bool active_ = false;
 };
 
 } // namespace sandbox

@@ -18,22 +18,36 @@
 
 namespace sandbox {
 
-/// Makes the node a child subreaper and reaps the descendants re-parented
-/// to it, without stealing the exit status of processes that a host
-/// application embedding the library started itself: only zombies that were
-/// registered as ours (`track_pid`) or that belong to a registered process
-/// group (`track_group`) are reaped. Thread-safe.
+/// What a reaper does besides keeping the registry of launched children.
+struct reaper_options {
+  /// Reap every zombie child that is not one of our own launched children
+  /// (right for a process that is only a node, such as the CLI or `serve`);
+  /// without it, only registered ones are (`track_pid`, `track_group`).
+  bool reap_all_orphans = false;
+  /// Make the process a child subreaper (PR_SET_CHILD_SUBREAPER), so that
+  /// orphaned descendants are re-parented to it instead of init, and watch
+  /// SIGCHLD to reap them. The SIGCHLD handler is installed with
+  /// SA_RESTART (a blocking call of another thread is not interrupted).
+  /// When the last reaper with this option goes, the subreaper flag and the
+  /// SIGCHLD disposition that the process had before the first one are
+  /// restored. Off: the process's dispositions and its orphan handling are
+  /// left alone (orphans go to init); `reap_now` still reaps registered
+  /// zombies that are children of this process.
+  bool subreaper = false;
+};
+
+/// Reaps the descendants re-parented to the node, without stealing the exit
+/// status of processes that a host application embedding the library
+/// started itself: only zombies that were registered as ours (`track_pid`)
+/// or that belong to a registered process group (`track_group`) are reaped,
+/// unless `reap_all_orphans`. Registers the process group of every child
+/// launched through `launch_owned` with the process's `watchdog`. Thread-safe.
 class reaper : public std::enable_shared_from_this<reaper> {
 public:
-  /// Sets PR_SET_CHILD_SUBREAPER on this process and watches SIGCHLD on `r`.
-  /// With `reap_all_orphans`, every zombie child that is not one of our own
-  /// launched children is reaped (right for a process that is only a node,
-  /// such as the CLI or `serve`); without it, only registered ones are
-  /// (right when a host application has children of its own). The reactor's
-  /// handlers hold the reaper only weakly: it may go away while one of them
-  /// is queued, and one that runs keeps it alive until it returns.
-  static std::shared_ptr<reaper> make(reactor& r,
-                                      bool reap_all_orphans = false);
+  /// Starts a reaper on `r` with `opts`. The reactor's handlers hold the
+  /// reaper only weakly: it may go away while one of them is queued, and
+  /// one that runs keeps it alive until it returns.
+  static std::shared_ptr<reaper> make(reactor& r, reaper_options opts = {});
 
   ~reaper();
 
@@ -46,13 +60,15 @@ public:
   /// released again when its `child_process` reaps it (its exit watch or
   /// its destructor), so the registry holds only children that are not
   /// reaped yet. The registry is process-wide: several nodes in one process
-  /// never steal each other's children.
+  /// never steal each other's children. The child's process group is
+  /// watched by the `watchdog` (one record); it is forgotten again once the
+  /// group is found empty.
   /// @returns what `launch` returns.
   static result<std::shared_ptr<child_process>> launch_owned(
     const std::function<result<std::shared_ptr<child_process>>()>& launch);
 
   /// The launcher of `pid` has reaped it: forgets one registration of
-  /// `pid`. Called by `child_process`; a registration made for a new child
+  /// `pid` (and tells the watchdog when its group has no member left). Called by `child_process`; a registration made for a new child
   /// that reuses the pid in the meantime is kept.
   static void release_owned(pid_t pid);
 
@@ -79,7 +95,7 @@ public:
   static constexpr std::chrono::milliseconds scan_interval{50};
 
 private:
-  reaper(reactor& r, bool reap_all_orphans);
+  explicit reaper(reactor& r, reaper_options opts);
 
   void wait_signal();
   void schedule_scan();
@@ -92,6 +108,7 @@ private:
 
   mutable std::mutex mtx_;
   bool reap_all_;
+  bool subreaper_;
   std::unordered_set<pid_t> pids_;
   std::unordered_set<pid_t> groups_;
   /// Everything below runs on this strand.

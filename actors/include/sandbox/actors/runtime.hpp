@@ -13,6 +13,7 @@
 #include "sandbox/reactor.hpp"
 #include "sandbox/reaper.hpp"
 #include "sandbox/terminator.hpp"
+#include "sandbox/watchdog.hpp"
 
 namespace boost::asio {
 class thread_pool;
@@ -55,9 +56,11 @@ struct runtime_config {
   /// `<temp_directory>/sandbox-<uid>/home`. Empty: `$TMPDIR` as the runtime
   /// is made, or `/tmp` when that is unset or empty.
   std::string temp_directory;
-  /// Reap every orphan re-parented to the node, not only the ones known to
-  /// be a session's. Set it when the process is only a node (CLI, serve);
-  /// leave it off when a host application waits for children of its own.
+  /// The process is only a node (CLI, serve): it becomes a child subreaper
+  /// (orphaned descendants are re-parented to it), installs a SIGCHLD
+  /// handler (with SA_RESTART) and reaps every orphan, not only the ones
+  /// known to be a session's. Leave it off in a host application: the node
+  /// then changes neither its SIGCHLD disposition nor its orphan handling.
   bool reap_all_orphans = false;
   /// Threads that run the file operations of every session of the node
   /// (the filesystem workers hand their blocking I/O to them); 1 to 64.
@@ -181,6 +184,9 @@ public:
 private:
   runtime_config cfg_;
   env_map base_env_;
+  /// Keeps the process's watchdog running while this runtime lives
+  /// (destroyed last).
+  std::unique_ptr<sandbox::watchdog::lease> watchdog_;
   /// The cgroup mode's tree; null in the process-group mode. Destroyed
   /// after the reactor: its destructor ends what is left of the sessions.
   std::unique_ptr<sandbox::cgroup_tree> cgroups_;

@@ -1,0 +1,114 @@
+#define CAF_SUITE actors.embedding
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+// Embedding without side effects: what a node changes in the process that
+// hosts it (see docs/api.md, "What embedding a node changes").
+
+#include <signal.h>
+#include <sys/prctl.h>
+
+#include <string>
+#include <vector>
+
+#include "helpers/serve_process.hpp"
+#include "helpers/temp_dir.hpp"
+#include "sandbox/actors/blocking_session.hpp"
+
+namespace {
+
+struct process_state {
+  struct sigaction chld;
+  struct sigaction pipe;
+  int subreaper = -1;
+};
+
+process_state current() {
+  process_state s;
+  ::sigaction(SIGCHLD, nullptr, &s.chld);
+  ::sigaction(SIGPIPE, nullptr, &s.pipe);
+  ::prctl(PR_GET_CHILD_SUBREAPER, &s.subreaper);
+  return s;
+}
+
+} // namespace
+
+namespace {
+
+void check_host(const std::vector<std::string>& options) {
+  sandbox::test::temp_dir dir;
+  std::vector<std::string> args{SANDBOX_TEST_NODE_HOST, "host", dir.path};
+  args.insert(args.end(), options.begin(), options.end());
+  auto r = sandbox::test::spawn_capture(args);
+  CAF_MESSAGE("node host said:\n" << r.out);
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK_EQUAL(r.out.find("FAIL"), std::string::npos);
+  for (auto name :
+       {"sigpipe-default-with-node", "sigchld-handler-kept-with-node",
+        "mask-kept-with-node", "no-subreaper-with-node", "watchdog-runs",
+        "watchdog-not-a-child", "session", "orphans-not-ours",
+        "waitpid-no-eintr", "own-status-kept", "own-handler-runs",
+        "sigpipe-default-after-node", "sigchld-handler-kept-after-node",
+        "mask-kept-after-node", "no-subreaper-after-node", "watchdog-exits",
+        "no-zombies"})
+    CAF_CHECK(r.out.find(std::string{"ok "} + name + "\n")
+              != std::string::npos);
+}
+
+} // namespace
+
+CAF_TEST(a host keeps its signals its children and their exit statuses) {
+  check_host({});
+}
+
+CAF_TEST(the same holds in the process group mode) {
+  check_host({"process-group"});
+}
+
+CAF_TEST(a node only process is a subreaper with restarting calls till its end) {
+  auto before = current();
+  CAF_REQUIRE_EQUAL(before.subreaper, 0);
+  {
+    sandbox::actors::runtime_config cfg;
+    cfg.reap_all_orphans = true;
+    cfg.containment = sandbox::actors::containment_choice::process_group;
+    sandbox::actors::embedded_node node{cfg};
+    auto during = current();
+    CAF_CHECK_EQUAL(during.subreaper, 1);
+    CAF_CHECK((during.chld.sa_flags & SA_RESTART) != 0);
+    CAF_CHECK(during.pipe.sa_handler == before.pipe.sa_handler);
+  }
+  auto after = current();
+  CAF_CHECK_EQUAL(after.subreaper, 0);
+  CAF_CHECK(after.chld.sa_handler == before.chld.sa_handler);
+  // glibc adds SA_RESTORER (0x04000000) to every disposition it installs.
+  constexpr int restorer = 0x04000000;
+  CAF_CHECK_EQUAL(after.chld.sa_flags & ~restorer,
+                  before.chld.sa_flags & ~restorer);
+  CAF_CHECK(after.pipe.sa_handler == before.pipe.sa_handler);
+}
+
+CAF_TEST(an embedded node leaves the child signal disposition alone) {
+  auto before = current();
+  {
+    sandbox::actors::embedded_node node;
+    auto during = current();
+    CAF_CHECK_EQUAL(during.subreaper, before.subreaper);
+    CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);
+    CAF_CHECK(during.pipe.sa_handler == before.pipe.sa_handler);
+  }
+}
+
+CAF_TEST(in the cgroup mode even a node only process is no subreaper) {
+  auto before = current();
+  sandbox::actors::runtime_config cfg;
+  cfg.reap_all_orphans = true;
+  sandbox::actors::embedded_node node{cfg};
+  if (node.rt()->containment() != sandbox::containment_mode::cgroup) {
+    CAF_MESSAGE("no writable cgroup v2 here: the cgroup mode is not tested");
+    return;
+  }
+  auto during = current();
+  CAF_CHECK_EQUAL(during.subreaper, before.subreaper);
+  CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);
+}
