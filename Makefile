@@ -19,7 +19,8 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_
 TSAN_LOGS := $(CURDIR)/build-tsan/tsan-logs
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:symbolize=0:handle_abort=1:suppressions=$(SAN_SUPP)/tsan.supp:log_path=$(TSAN_LOGS)/tsan
 
-.PHONY: deps configure build test demo bench clean test-asan test-tsan
+.PHONY: deps configure build test demo bench clean test-asan test-tsan \
+	package test-package
 
 deps:
 	@scripts/install-deps
@@ -31,7 +32,16 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE package
+
+# The Debian package (CPack, cmake/install.cmake), into $(BUILD_DIR)/package.
+package: build
+	@cd $(BUILD_DIR) && cpack -G DEB
+
+# The package.* suites (tests/package): the CMake package used three ways,
+# sandbox.pc, and the .deb. One at a time: each builds with every core.
+test-package: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -L package
 
 demo: build
 	@$(BUILD_DIR)/bin/sandbox-demo
