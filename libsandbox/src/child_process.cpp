@@ -10,6 +10,7 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
+#include "sandbox/cgroup.hpp"
 #include "sandbox/detail/tsan.hpp"
 #include "sandbox/reaper.hpp"
 
@@ -25,8 +26,9 @@ child_process::start(reactor& r, const launch_spec& spec) {
     // goes too if nothing else of the session ever ran (made again, cheaply,
     // at its next execution).
     if (!spec.cgroup.empty() && ::rmdir(spec.cgroup.c_str()) == 0) {
-      auto slash = spec.cgroup.rfind('/');
-      ::rmdir(spec.cgroup.substr(0, slash).c_str());
+      auto session = spec.cgroup.substr(0, spec.cgroup.rfind('/'));
+      if (::rmdir(session.c_str()) == 0)
+        cgroup_tree::prune(session);
     }
     return launched.error();
   }

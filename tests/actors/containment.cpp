@@ -219,6 +219,21 @@ CAF_TEST(a finished execution leaves no cgroup behind) {
   CAF_CHECK(!exists(session_cgroup));
 }
 
+CAF_TEST(a launch that fails leaves no cgroup behind) {
+  if (!m)
+    return;
+  auto s = m->make_session();
+  exec_options opts;
+  opts.cwd = "missing";
+  auto r = s.execute("true", opts);
+  CAF_REQUIRE(!r);
+  CAF_CHECK(r.error().code == sandbox::errc::path_not_found);
+  // The execution's, the session's and the node's directories were made
+  // for the launch and went with its failure.
+  CAF_CHECK(!exists(root()));
+  SANDBOX_REQUIRE_OK(s.stop());
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()
 
 namespace {
