@@ -218,7 +218,8 @@ CAF_TEST(a stalled remote reader stops the child within a few MiB) {
   auto r = s.execute_streaming(cmd, {}, [&](const output_chunk& c) {
     if (stalled_at < 0) {
       // Waits until the count stayed the same for 500 ms (10 s at most).
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+      auto deadline
+        = std::chrono::steady_clock::now() + std::chrono::seconds{10};
       int last = count();
       auto since = std::chrono::steady_clock::now();
       while (std::chrono::steady_clock::now() < deadline) {
