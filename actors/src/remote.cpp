@@ -99,6 +99,12 @@ void configure_remote(caf::actor_system_config& cfg, const tls_config& tls) {
   // connection is up or the node is published.
   cfg.set("middleman.heartbeat-interval", caf::timespan{0});
   cfg.set("middleman.connection-timeout", caf::timespan{remote_liveness});
+  // Work sharing: idle workers sleep on a condition variable. CAF's default
+  // (work stealing) polls for work between sleeps, which on a node and a
+  // client that exchange a message per chunk cost about a third of the CPU
+  // of a stream (scenario 10 of docs/benchmarks.md). An embedder may set
+  // its own policy after this call.
+  cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
 namespace {

@@ -419,6 +419,13 @@ void on_tls_event(const SSL* ssl, int where, int value) {
         BIO_set_callback_ex(bio, forget_stale_errors);
     return;
   }
+  if ((where & SSL_CB_HANDSHAKE_DONE) != 0
+      && spdlog::should_log(spdlog::level::debug)) {
+    auto [addr, port] = peer_of(ssl);
+    spdlog::debug("TLS with {}:{}: {} {}", addr, port, SSL_get_version(ssl),
+                  SSL_get_cipher_name(ssl));
+    return;
+  }
   if ((where & SSL_CB_READ_ALERT) == SSL_CB_READ_ALERT
       && (value >> 8) == SSL3_AL_FATAL) {
     auto text = alert_text(value);
@@ -441,9 +448,21 @@ void on_tls_event(const SSL* ssl, int where, int value) {
   }
 }
 
+// TLS 1.3 suites, fastest first where AES-NI exists (AES-128-GCM encrypts
+// about 15 % faster than OpenSSL's first choice, AES-256-GCM); both are
+// TLS 1.3's standard suites, and ChaCha20 stays for peers without AES-NI.
+constexpr const char* tls13_suites
+  = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+    "TLS_CHACHA20_POLY1305_SHA256";
+
 void observe_context(void* parent, void*, CRYPTO_EX_DATA*, int, long,
                      void*) {
-  SSL_CTX_set_info_callback(static_cast<SSL_CTX*>(parent), on_tls_event);
+  auto ctx = static_cast<SSL_CTX*>(parent);
+  SSL_CTX_set_info_callback(ctx, on_tls_event);
+  // OpenSSL has set its defaults by now; CAF sets only the TLS <= 1.2
+  // cipher list after this, which leaves these suites alone.
+  if (SSL_CTX_set_ciphersuites(ctx, tls13_suites) != 1)
+    ERR_clear_error(); // OpenSSL's own defaults stay
 }
 
 void install_handshake_observer() {

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -216,6 +217,82 @@ CAF_TEST(a slow remote reader slows the child) {
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(bytes, 67108864u);
   CAF_CHECK_EQUAL(r->exit_code, 0);
+}
+
+CAF_TEST(a remote reader that falls behind gets joined chunks in order) {
+  auto s = session();
+  // While the first chunk's callback waits, the node joins what the child
+  // writes into larger chunks (at most 1 MiB each), in order.
+  std::string seen;
+  size_t chunks = 0;
+  size_t largest = 0;
+  auto r = s.execute_streaming("seq 1 400000", {},
+                               [&](const output_chunk& c) {
+                                 if (++chunks == 1)
+                                   std::this_thread::sleep_for(
+                                     std::chrono::milliseconds{200});
+                                 largest = std::max(largest, c.data.size());
+                                 seen += c.data;
+                               });
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  std::string expected;
+  for (int i = 1; i <= 400000; ++i)
+    expected += std::to_string(i) + "\n";
+  CAF_CHECK(seen == expected);
+  CAF_CHECK_EQUAL(seen.size(), expected.size());
+  CAF_CHECK(largest > 65536u);
+  CAF_CHECK(largest <= 1048576u);
+}
+
+CAF_TEST(a stalled remote reader stops the child within a few MiB) {
+  auto s = session();
+  // The child writes 64 MiB in 256 KiB blocks and counts them in a file.
+  // The reader holds its first chunk until the count stops moving: the node
+  // then holds a bounded amount (about 3 MiB) and the child is blocked on
+  // its pipe, far from its 256 blocks.
+  auto progress = server.dir.path + "/progress";
+  auto cmd = "i=0; while [ $i -lt 256 ]; do head -c 262144 /dev/zero; "
+             "i=$((i+1)); echo $i > '"
+             + progress + "'; done";
+  auto count = [&] {
+    std::ifstream in{progress};
+    int n = 0;
+    in >> n;
+    return n;
+  };
+  int stalled_at = -1;
+  uint64_t bytes = 0;
+  auto r = s.execute_streaming(cmd, {}, [&](const output_chunk& c) {
+    if (stalled_at < 0) {
+      // Waits until the count stayed the same for 500 ms (10 s at most).
+      auto deadline
+        = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+      int last = count();
+      auto since = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        auto now = count();
+        if (now != last) {
+          last = now;
+          since = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - since
+                   > std::chrono::milliseconds{500}) {
+          break;
+        }
+      }
+      stalled_at = last;
+    }
+    bytes += c.data.size();
+  });
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(bytes, uint64_t{64} << 20);
+  CAF_MESSAGE("blocks written while the reader stalled: " << stalled_at);
+  // 32 blocks = 8 MiB: pipe, reader credit, 2 chunks in flight and 1 MiB
+  // queued fit well below it.
+  CAF_CHECK(stalled_at >= 0);
+  CAF_CHECK(stalled_at < 32);
 }
 
 CAF_TEST(errors cross with their codes and messages) {
