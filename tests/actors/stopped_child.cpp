@@ -37,9 +37,13 @@ struct fixture {
 };
 
 /// Starts a background shell that stops itself (SIGSTOP) and returns once
-/// the kernel reports it stopped.
+/// the kernel reports it stopped. In a session of its own (setsid): when the
+/// command's shell exits, a stopped process in an orphaned process group of
+/// the same session gets SIGHUP from the kernel, which would end it before
+/// the stop (and no subreaper keeps the group from being orphaned in the
+/// cgroup mode).
 constexpr const char* self_stopping
-  = "sh -c 'kill -STOP $$; echo never' & "
+  = "setsid sh -c 'kill -STOP $$; echo never' & "
     "until grep -q '^State:.*stopped' /proc/$!/status; do :; done; "
     "echo stopped";
 
