@@ -122,7 +122,7 @@ void BM_decode_exec_result_small(benchmark::State& state) {
 }
 BENCHMARK(BM_decode_exec_result_small);
 
-/// A result at the default retention cap (R9: 16 MiB per stream).
+/// A result at the default retention cap (§9: 16 MiB per stream).
 void BM_encode_exec_result_16m(benchmark::State& state) {
   encode(state, make_result(sandbox::default_output_cap));
 }

@@ -1,5 +1,5 @@
 // Micro-benchmarks of the pure helpers of libsandbox: validation, UTF-8
-// chunking (R8) and output capping (R9). Each byte-oriented benchmark
+// chunking (§8) and output capping (§9). Each byte-oriented benchmark
 // reports bytes per second; `BM_memcpy_baseline` copies the same 64 KiB so
 // the figures read as a ratio against a raw copy measured in the same run.
 

@@ -192,7 +192,7 @@ result<bool> blocking_session::cancel(const std::string& key) {
 
 result<stop_receipt> blocking_session::stop() {
   auto r = ask<stop_receipt>(*sys_, handle_, stop_atom_v);
-  // Idempotent (R22) also once the session went away after the stop.
+  // Idempotent (§22) also once the session went away after the stop.
   if (!r && stopped_->has_value())
     return **stopped_;
   if (r)

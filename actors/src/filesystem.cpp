@@ -201,7 +201,7 @@ void on_job_done(self_ptr self, uint64_t id) {
   maybe_quit(self);
 }
 
-/// A read stream in progress (R12); owned by the continuation chain of its
+/// A read stream in progress (§12); owned by the continuation chain of its
 /// worker. The reader is shared with the file job that reads the next
 /// chunk.
 struct read_job {
@@ -214,7 +214,7 @@ struct read_job {
   uint64_t total = 0;
 };
 
-/// A listing in progress (R16); owned like `read_job`.
+/// A listing in progress (§16); owned like `read_job`.
 struct list_job {
   std::shared_ptr<fs::tree_walker> walker;
   frame_sink sink;
@@ -648,7 +648,7 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
     },
     [self](list_atom, const std::string& path, uint32_t max_depth,
            frame_sink& sink) -> caf::result<list_done> {
-      // Every outcome is one done frame, errors included (R16).
+      // Every outcome is one done frame, errors included (§16).
       auto abs = absolute(self, "list", path);
       if (!abs)
         return list_done{0, to_caf(abs.error())};

@@ -284,7 +284,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
         entry.promise.deliver(entry.handle, entry.info);
         return;
       }
-      // R21: a failed hook leaves no session, no process and no lease; the
+      // §21: a failed hook leaves no session, no process and no lease; the
       // caller learns the hook's error once the stop is complete.
       self->request(entry.handle, caf::infinite, stop_atom_v)
         .then(

@@ -88,7 +88,7 @@ int index_of(stream_kind s) {
   return s == stream_kind::out ? 0 : 1;
 }
 
-/// Status → exit code and reason (R1, R5, R6).
+/// Status → exit code and reason (§1, §5, §6).
 void evaluate(const process_state& st, exec_result& r) {
   if (WIFEXITED(st.status)) {
     r.exit_code = WEXITSTATUS(st.status);

@@ -90,7 +90,7 @@ caf::error session_stopped(const session_state& st) {
   return stopped_error(fmt::format("session {}", st.p.id));
 }
 
-/// The child's environment, lowest layer first (R4): node process env <
+/// The child's environment, lowest layer first (§4): node process env <
 /// HOME < session env < per-call env, plus the marker entry.
 env_map layered_env(const session_state& st, const env_map& call,
                     uint64_t exec_id) {
@@ -104,7 +104,7 @@ env_map layered_env(const session_state& st, const env_map& call,
   return env;
 }
 
-/// Makes the session's default home on first use (R18: private to the
+/// Makes the session's default home on first use (§18: private to the
 /// user, never reached through a symlink).
 result<void> ensure_home(session_state& st) {
   if (st.home_ready)
@@ -115,7 +115,7 @@ result<void> ensure_home(session_state& st) {
   return {};
 }
 
-/// Validates `opts` and `command` and builds the launch (R2, R3): nothing
+/// Validates `opts` and `command` and builds the launch (§2, §3): nothing
 /// is spawned when any input is bad. The working directory itself is
 /// checked by the launcher, once, with the errno of what failed.
 result<launch_spec> prepare(session_state& st, const std::string& cmd,
@@ -140,7 +140,7 @@ result<launch_spec> prepare(session_state& st, const std::string& cmd,
   return spec;
 }
 
-/// The code runner (R7) with the language as its $0, validated before.
+/// The code runner (§7) with the language as its $0, validated before.
 const std::string& code_runner() {
   static const std::string script = code_runner_script("$0");
   return script;
@@ -169,7 +169,7 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     return spec.error();
   if (auto ok = check_cancel_key(st, opts.cancel_key); !ok)
     return ok.error();
-  // R1: commands run with stdin closed (/dev/null); code gets its source on
+  // §1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
   auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
@@ -217,7 +217,7 @@ void maybe_complete_stop(self_ptr self) {
   // Dropping the handles lets finished process actors go away.
   st.children.clear();
   st.groups.clear();
-  // R22: the leased port is free again once nothing of the session runs.
+  // §22: the leased port is free again once nothing of the session runs.
   if (st.p.lease)
     st.p.lease->release();
   for (auto& addr : st.finished)

@@ -1,4 +1,4 @@
-// `sandbox session create|list|stop`: the session lifecycle (R18–R22).
+// `sandbox session create|list|stop`: the session lifecycle (§18–§22).
 // Without --node the embedded node serves, so a created session is shown
 // and stopped when the CLI exits; on a remote node (--node) a created
 // session persists (detached) until `session stop`.

@@ -5,7 +5,7 @@
 // percentiles, resident memory, raw process launches, a scratch directory).
 //
 // Every scenario measures its own baseline in the same run and reports
-// `ours / baseline`, so the figures survive a noisy machine (DESIGN.md §7).
+// `ours / baseline`, so the figures survive a noisy machine.
 
 #include <sys/types.h>
 

@@ -1,6 +1,6 @@
 // Scenario 6: writing and reading a 1 MiB file through a session's
-// filesystem worker (`write_file`: atomic, temp file + rename, R13;
-// `read_file`, R11) against direct write(2) and read(2). The note also gives
+// filesystem worker (`write_file`: atomic, temp file + rename, §13;
+// `read_file`, §11) against direct write(2) and read(2). The note also gives
 // libsandbox's `fs::write_file` / `fs::read_file` alone, which separates the
 // cost of atomicity from the cost of the actor path.
 //

@@ -1,5 +1,5 @@
 // Scenario 5: listing a 200,000-entry tree through a session's filesystem
-// worker (`list`, R16: frames in acknowledged batches) against readdir +
+// worker (`list`, §16: frames in acknowledged batches) against readdir +
 // fstatat. The note also gives libsandbox's `fs::tree_walker` alone (what
 // the worker walks with), which separates the cost of the walk from the
 // cost of the actor path.

@@ -1,4 +1,4 @@
-// Scenario 7: spawning must not slow down as the node grows (§3: launch
+// Scenario 7: spawning must not slow down as the node grows (semantics §25: launch
 // with posix_spawn, not a plain fork of a large process).
 //
 // The spawn rate (`execute("true")` at concurrency 8) is measured with no

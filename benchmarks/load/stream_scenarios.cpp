@@ -179,7 +179,7 @@ std::vector<row> run_output(const options& opt) {
   m.unit = "MiB";
   m.ours = mib(ours_peak);
   m.baseline = mib(raw_peak);
-  m.note = "VmHWM after reset; result keeps 16 MiB (R9)";
+  m.note = "VmHWM after reset; result keeps 16 MiB (§9)";
   rows.push_back(std::move(m));
   return rows;
 }

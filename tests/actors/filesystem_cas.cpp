@@ -2,7 +2,7 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
-// Compare-and-swap through the actors (R13): writers in separate sessions,
+// Compare-and-swap through the actors (§13): writers in separate sessions,
 // on two separate nodes (each its own actor system), hold the same version
 // of one file and commit at once. Exactly one wins per round, and the file
 // holds exactly the winner's bytes.
@@ -139,7 +139,7 @@ struct cas_fixture : sandbox::test::files_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(filesystem_cas_tests, cas_fixture)
 
-CAF_TEST(R13 writers in separate sessions and nodes have one winner per round) {
+CAF_TEST(§13 writers in separate sessions and nodes have one winner per round) {
   for (int n : {2, 8, 32}) {
     CAF_MESSAGE(n << " writers, " << rounds << " rounds");
     CAF_CHECK_EQUAL(bad_rounds(n), 0);

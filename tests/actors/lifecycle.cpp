@@ -123,7 +123,7 @@ CAF_TEST(a session stopped through its handle leaves the node at once) {
   auto again = node.stop_session(id);
   CAF_REQUIRE(!again);
   CAF_CHECK(again.error().code == errc::session_not_found);
-  // R22: the handle still answers, as stopped.
+  // §22: the handle still answers, as stopped.
   auto info = s->info();
   SANDBOX_REQUIRE_OK(info);
   CAF_CHECK(info->stopped);

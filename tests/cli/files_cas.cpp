@@ -2,7 +2,7 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
-// The CLI side of the atomic write (R13): `sandbox write --if-version V` in
+// The CLI side of the atomic write (§13): `sandbox write --if-version V` in
 // separate processes, each with its own embedded node, holding the same
 // version; and a `sandbox write` killed with SIGKILL mid-write.
 

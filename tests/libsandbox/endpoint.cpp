@@ -10,14 +10,14 @@
 using sandbox::errc;
 using sandbox::port_endpoint;
 
-// R19: the protocol defaults to http.
+// §19: the protocol defaults to http.
 CAF_TEST(the endpoint of a port defaults to http on the loopback address) {
   auto url = port_endpoint(20417);
   CAF_REQUIRE(url.has_value());
   CAF_CHECK_EQUAL(*url, "http://127.0.0.1:20417");
 }
 
-// R19: `<protocol>://127.0.0.1:<port>` for any scheme and any port number.
+// §19: `<protocol>://127.0.0.1:<port>` for any scheme and any port number.
 CAF_TEST(the endpoint uses the given protocol and any port number) {
   CAF_CHECK_EQUAL(port_endpoint(443, "https").value(), "https://127.0.0.1:443");
   CAF_CHECK_EQUAL(port_endpoint(8080, "ws").value(), "ws://127.0.0.1:8080");
@@ -27,7 +27,7 @@ CAF_TEST(the endpoint uses the given protocol and any port number) {
   CAF_CHECK_EQUAL(port_endpoint(0).value(), "http://127.0.0.1:0");
 }
 
-// R19 and §4 "Errors": a protocol that is not a lowercase URI scheme is an
+// §19 and semantics §23: a protocol that is not a lowercase URI scheme is an
 // invalid_argument naming it, never a malformed URL.
 CAF_TEST(a protocol that is not a lowercase uri scheme is refused) {
   for (std::string bad : {"", "HTTP", "Http", "http://", "http:", "1http",
@@ -41,7 +41,7 @@ CAF_TEST(a protocol that is not a lowercase uri scheme is refused) {
   }
 }
 
-// §5 (errors are one line): the offending protocol is quoted with control
+// Semantics §31 (errors are one line): the offending protocol is quoted with control
 // characters and non-ASCII bytes escaped, the same way as every other input
 // named in a message (code review #11: one quoting, `quote_for_message`).
 CAF_TEST(an invalid protocol is quoted on one printable line) {

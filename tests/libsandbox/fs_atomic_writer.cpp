@@ -50,7 +50,7 @@ std::string content_of(const std::string& abs) {
 CAF_TEST_FIXTURE_SCOPE(fs_atomic_writer_tests, temp_dir_fixture)
 
 CAF_TEST(writes create parent directories) {
-  // R13
+  // §13
   CAF_REQUIRE(write_file(path("a/b/c/file.txt"), "deep"));
   CAF_CHECK_EQUAL(content_of(path("a/b/c/file.txt")), "deep");
   auto st = stat_path(path("a/b/c"));
@@ -59,7 +59,7 @@ CAF_TEST(writes create parent directories) {
 }
 
 CAF_TEST(a write replaces the old content and leaves no temporary file) {
-  // R13
+  // §13
   put("f", "old content that is longer");
   CAF_REQUIRE(write_file(path("f"), "new"));
   CAF_CHECK_EQUAL(content_of(path("f")), "new");
@@ -67,7 +67,7 @@ CAF_TEST(a write replaces the old content and leaves no temporary file) {
 }
 
 CAF_TEST(readers see the old file until the write commits) {
-  // R13: never a torn file.
+  // §13: never a torn file.
   put("f", "old");
   auto w = atomic_writer::open(path("f"));
   CAF_REQUIRE(w);
@@ -82,7 +82,7 @@ CAF_TEST(readers see the old file until the write commits) {
 }
 
 CAF_TEST(an abandoned write leaves the old file and no temporary file) {
-  // R13: a failed write leaves the old one.
+  // §13: a failed write leaves the old one.
   put("f", "old");
   {
     auto w = atomic_writer::open(path("f"));
@@ -101,7 +101,7 @@ CAF_TEST(an abandoned write leaves the old file and no temporary file) {
 }
 
 CAF_TEST(a stale version is a conflict that keeps the old file) {
-  // R13: compare-and-swap.
+  // §13: compare-and-swap.
   put("f", "v1");
   auto v1 = stat_path(path("f"));
   CAF_REQUIRE(v1);
@@ -124,7 +124,7 @@ CAF_TEST(a stale version is a conflict that keeps the old file) {
 }
 
 CAF_TEST(a change between open and commit is a conflict at commit) {
-  // R13: the version is checked again right before the rename.
+  // §13: the version is checked again right before the rename.
   put("f", "base");
   auto base = stat_path(path("f"));
   CAF_REQUIRE(base);
@@ -138,7 +138,7 @@ CAF_TEST(a change between open and commit is a conflict at commit) {
 }
 
 CAF_TEST(an empty version means the file must not exist) {
-  // R13: create-only writes; documented choice.
+  // §13: create-only writes; documented choice.
   CAF_REQUIRE(write_file(path("new"), "first", std::string{}));
   CAF_CHECK_EQUAL(content_of(path("new")), "first");
   CAF_CHECK_EQUAL(code_of(write_file(path("new"), "second", std::string{})),
@@ -155,7 +155,7 @@ CAF_TEST(an empty version means the file must not exist) {
 }
 
 CAF_TEST(a version for a missing file is a conflict) {
-  // R13: a missing target counts as a mismatch.
+  // §13: a missing target counts as a mismatch.
   put("f", "x");
   auto v = stat_path(path("f"));
   CAF_REQUIRE(v);
@@ -165,7 +165,7 @@ CAF_TEST(a version for a missing file is a conflict) {
 }
 
 CAF_TEST(a write keeps the mode of an existing file) {
-  // R13: overwriting is not re-creating.
+  // §13: overwriting is not re-creating.
   put("script", "#!/bin/sh\n");
   CAF_REQUIRE_EQUAL(::chmod(path("script").c_str(), 0750), 0);
   CAF_REQUIRE(write_file(path("script"), "#!/bin/sh\necho hi\n"));
@@ -175,7 +175,7 @@ CAF_TEST(a write keeps the mode of an existing file) {
 }
 
 CAF_TEST(a symlink at the target is replaced by a regular file) {
-  // R13, documented choice: the write acts on the path itself.
+  // §13, documented choice: the write acts on the path itself.
   put("target", "kept");
   CAF_REQUIRE_EQUAL(::symlink("target", path("link").c_str()), 0);
   auto link_version = stat_path(path("link"));
@@ -189,7 +189,7 @@ CAF_TEST(a symlink at the target is replaced by a regular file) {
 }
 
 CAF_TEST(targets that cannot hold a file are refused) {
-  // R13
+  // §13
   mkdir("d");
   CAF_CHECK_EQUAL(code_of(write_file(path("d"), "x")), "not_a_regular_file");
   CAF_CHECK_EQUAL(code_of(write_file(dir + "/", "x")), "not_a_regular_file");
@@ -207,7 +207,7 @@ CAF_TEST(targets that cannot hold a file are refused) {
 }
 
 CAF_TEST(a name of the maximum length still gets a temporary file) {
-  // R13: the temporary name is shortened to fit NAME_MAX.
+  // §13: the temporary name is shortened to fit NAME_MAX.
   std::string name(255, 'n');
   CAF_REQUIRE(write_file(path(name), "long"));
   CAF_CHECK_EQUAL(content_of(path(name)), "long");

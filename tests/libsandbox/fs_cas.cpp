@@ -2,7 +2,7 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
-// Compare-and-swap under concurrency (R13): of any number of writers that
+// Compare-and-swap under concurrency (§13): of any number of writers that
 // hold the same version, exactly one wins, and the file then holds exactly
 // the winner's bytes. Writers are threads of this process and, since the
 // lock must work across processes too, forked processes.

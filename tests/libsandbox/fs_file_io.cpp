@@ -37,7 +37,7 @@ std::string all_bytes() {
 CAF_TEST_FIXTURE_SCOPE(fs_file_io_tests, temp_dir_fixture)
 
 CAF_TEST(all 256 byte values survive a write and a read) {
-  // R11, R13: bytes are bytes, not text.
+  // §11, §13: bytes are bytes, not text.
   auto bytes = all_bytes() + all_bytes();
   CAF_REQUIRE(sandbox::fs::write_file(path("bin"), bytes));
   auto got = read_file(path("bin"));
@@ -47,7 +47,7 @@ CAF_TEST(all 256 byte values survive a write and a read) {
 }
 
 CAF_TEST(an empty file reads as an empty string) {
-  // R11
+  // §11
   put("empty", "");
   auto got = read_file(path("empty"));
   CAF_REQUIRE(got);
@@ -55,7 +55,7 @@ CAF_TEST(an empty file reads as an empty string) {
 }
 
 CAF_TEST(a FIFO without a writer is refused at once) {
-  // R11: never a hang. The alarm turns a regression into a crash of the
+  // §11: never a hang. The alarm turns a regression into a crash of the
   // test binary instead of a stuck CI job.
   CAF_REQUIRE_EQUAL(::mkfifo(path("fifo").c_str(), 0600), 0);
   ::alarm(10);
@@ -77,7 +77,7 @@ CAF_TEST(a FIFO without a writer is refused at once) {
 }
 
 CAF_TEST(directories and devices are not regular files) {
-  // R11
+  // §11
   mkdir("d");
   CAF_CHECK_EQUAL(code_of(read_file(path("d"))), "not_a_regular_file");
   CAF_CHECK_EQUAL(code_of(read_file("/dev/null")), "not_a_regular_file");
@@ -86,7 +86,7 @@ CAF_TEST(directories and devices are not regular files) {
 }
 
 CAF_TEST(a missing file is path_not_found naming the path) {
-  // R11
+  // §11
   auto got = read_file(path("missing"));
   CAF_REQUIRE_EQUAL(code_of(got), "path_not_found");
   CAF_CHECK_NOT_EQUAL(got.error().message.find(path("missing")),
@@ -98,7 +98,7 @@ CAF_TEST(a missing file is path_not_found naming the path) {
 }
 
 CAF_TEST(a symlink to a file is read through) {
-  // R11
+  // §11
   put("target", "via link");
   CAF_REQUIRE_EQUAL(::symlink("target", path("link").c_str()), 0);
   auto got = read_file(path("link"));
@@ -107,7 +107,7 @@ CAF_TEST(a symlink to a file is read through) {
 }
 
 CAF_TEST(an unreadable file is permission_denied) {
-  // R11. Root ignores mode bits, so the check runs as nobody in a child.
+  // §11. Root ignores mode bits, so the check runs as nobody in a child.
   put("secret", "x");
   CAF_REQUIRE_EQUAL(::chmod(dir.c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::chmod(path("secret").c_str(), 0), 0);
@@ -123,7 +123,7 @@ CAF_TEST(an unreadable file is permission_denied) {
 }
 
 CAF_TEST(read_text selects 1 - based inclusive line ranges) {
-  // R11
+  // §11
   put("t", "one\ntwo\nthree");
   auto lines = [this](uint64_t from, uint64_t to, const char* file = "t") {
     auto got = read_text(path(file), from, to);
@@ -145,7 +145,7 @@ CAF_TEST(read_text selects 1 - based inclusive line ranges) {
 }
 
 CAF_TEST(read_text finds lines across chunk boundaries) {
-  // R11: the file is streamed in 64 KiB chunks; lines must not care.
+  // §11: the file is streamed in 64 KiB chunks; lines must not care.
   std::string text;
   for (int i = 1; i <= 50'000; ++i)
     text += "line " + std::to_string(i) + "\n";
@@ -159,7 +159,7 @@ CAF_TEST(read_text finds lines across chunk boundaries) {
 }
 
 CAF_TEST(a file reader streams chunks and can be replayed) {
-  // R12: each open starts a fresh stream.
+  // §12: each open starts a fresh stream.
   auto bytes = all_bytes();
   put("s", bytes);
   for (int round = 0; round < 2; ++round) {
@@ -185,7 +185,7 @@ CAF_TEST(a file reader streams chunks and can be replayed) {
 }
 
 CAF_TEST(remove_file removes files and symlinks) {
-  // R14
+  // §14
   put("f", "x");
   put("target", "y");
   CAF_REQUIRE_EQUAL(::symlink("target", path("link").c_str()), 0);
@@ -198,7 +198,7 @@ CAF_TEST(remove_file removes files and symlinks) {
 }
 
 CAF_TEST(remove_file of a missing path is path_not_found) {
-  // R14
+  // §14
   auto removed = remove_file(path("missing"));
   CAF_REQUIRE_EQUAL(code_of(removed), "path_not_found");
   CAF_CHECK_NOT_EQUAL(removed.error().message.find(path("missing")),
@@ -206,7 +206,7 @@ CAF_TEST(remove_file of a missing path is path_not_found) {
 }
 
 CAF_TEST(remove_file refuses directories) {
-  // R14: directories are not files; documented as not_a_regular_file.
+  // §14: directories are not files; documented as not_a_regular_file.
   mkdir("d");
   CAF_CHECK_EQUAL(code_of(remove_file(path("d"))), "not_a_regular_file");
   CAF_CHECK_EQUAL(::access(path("d").c_str(), F_OK), 0);
@@ -243,7 +243,7 @@ CAF_TEST(a trailing slash names a directory) {
 }
 
 CAF_TEST(no descriptor is left open on any path) {
-  // DESIGN §7: fault paths leave no file descriptors behind.
+  // Fault paths leave no file descriptors behind.
   put("f", "content\n");
   mkdir("d");
   CAF_REQUIRE_EQUAL(::mkfifo(path("fifo").c_str(), 0600), 0);

@@ -42,7 +42,7 @@ const dir_entry* find(const std::vector<dir_entry>& entries,
 CAF_TEST_FIXTURE_SCOPE(fs_listing_tests, temp_dir_fixture)
 
 CAF_TEST(entries are sorted by bytes without dot entries) {
-  // R15 and the CLI rule: strcmp order, not the locale's.
+  // §15 and the CLI rule: strcmp order, not the locale's.
   for (auto name : {"B", "a", "_", "\xc3\xa9", "10", "9"})
     put(name, "");
   auto entries = list_files(dir);
@@ -52,7 +52,7 @@ CAF_TEST(entries are sorted by bytes without dot entries) {
 }
 
 CAF_TEST(entries carry is_dir and size) {
-  // R15
+  // §15
   put("file", "12345");
   mkdir("sub");
   CAF_REQUIRE_EQUAL(::symlink("sub", path("link-to-dir").c_str()), 0);
@@ -75,7 +75,7 @@ CAF_TEST(entries carry is_dir and size) {
 }
 
 CAF_TEST(an entry without readable metadata is still listed) {
-  // R15: a dangling symlink has no metadata to follow to.
+  // §15: a dangling symlink has no metadata to follow to.
   put("a", "x");
   CAF_REQUIRE_EQUAL(::symlink("nowhere", path("b-dangling").c_str()), 0);
   CAF_REQUIRE_EQUAL(::symlink("c-loop", path("c-loop").c_str()), 0);
@@ -90,14 +90,14 @@ CAF_TEST(an entry without readable metadata is still listed) {
 }
 
 CAF_TEST(an empty directory lists nothing) {
-  // R15
+  // §15
   auto entries = list_files(dir);
   CAF_REQUIRE(entries);
   CAF_CHECK(entries->empty());
 }
 
 CAF_TEST(a missing path or a file is path_not_found) {
-  // R15
+  // §15
   auto missing = list_files(path("missing"));
   CAF_REQUIRE_EQUAL(code_of(missing), "path_not_found");
   CAF_CHECK_NOT_EQUAL(missing.error().message.find(path("missing")),
@@ -108,7 +108,7 @@ CAF_TEST(a missing path or a file is path_not_found) {
 }
 
 CAF_TEST(permission errors propagate as themselves) {
-  // R15. Root ignores mode bits, so the checks run as nobody in a child.
+  // §15. Root ignores mode bits, so the checks run as nobody in a child.
   CAF_REQUIRE_EQUAL(::chmod(dir.c_str(), 0755), 0);
   mkdir("closed");
   mkdir("readonly");
@@ -135,7 +135,7 @@ CAF_TEST(permission errors propagate as themselves) {
 }
 
 CAF_TEST(listing leaves no descriptor open) {
-  // DESIGN §7: neither success nor failure leaks descriptors.
+  // Neither success nor failure leaks descriptors.
   put("f", "x");
   auto before = open_fd_count();
   for (auto p : {"", "/f", "/missing"})

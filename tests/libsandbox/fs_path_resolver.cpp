@@ -11,7 +11,7 @@ using sandbox::fs::resolve;
 using sandbox::fs::resolve_keeping_slash;
 using sandbox::fs::validate_path;
 
-// DESIGN §4 "Files": paths are relative to the session working directory;
+// Semantics §27: paths are relative to the session working directory;
 // absolute paths are allowed.
 
 CAF_TEST(relative paths resolve against the base directory) {

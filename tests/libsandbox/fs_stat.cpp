@@ -31,7 +31,7 @@ bool is_hex16(const std::string& x) {
 CAF_TEST_FIXTURE_SCOPE(fs_stat_tests, temp_dir_fixture)
 
 CAF_TEST(stat reports kind size mtime dev and inode of a file) {
-  // R17
+  // §17
   put("f", "hello");
   auto st = stat_path(path("f"));
   CAF_REQUIRE(st);
@@ -47,7 +47,7 @@ CAF_TEST(stat reports kind size mtime dev and inode of a file) {
 }
 
 CAF_TEST(the version is stable while nothing changes) {
-  // R17
+  // §17
   put("f", "same");
   auto a = stat_path(path("f"));
   auto b = stat_path(path("f"));
@@ -61,7 +61,7 @@ CAF_TEST(the version is stable while nothing changes) {
 }
 
 CAF_TEST(the version changes with content of the same size) {
-  // R17: an in-place rewrite keeps size and inode; its new mtime must show.
+  // §17: an in-place rewrite keeps size and inode; its new mtime must show.
   // The mtime is set explicitly so the test does not depend on the file
   // system's timestamp granularity.
   put("f", "aaaa");
@@ -85,7 +85,7 @@ CAF_TEST(the version changes with content of the same size) {
 }
 
 CAF_TEST(the version changes after an atomic rewrite of the same size) {
-  // R17 + R13: a replacing write creates a new inode, so even two writes in
+  // §17 + §13: a replacing write creates a new inode, so even two writes in
   // the same timestamp tick give different versions.
   CAF_REQUIRE(sandbox::fs::write_file(path("f"), "aaaa"));
   auto before = stat_path(path("f"));
@@ -96,7 +96,7 @@ CAF_TEST(the version changes after an atomic rewrite of the same size) {
 }
 
 CAF_TEST(the version changes after chmod) {
-  // R17: metadata changes count, chmod included.
+  // §17: metadata changes count, chmod included.
   put("f", "x");
   auto before = stat_path(path("f"));
   CAF_REQUIRE(before);
@@ -107,7 +107,7 @@ CAF_TEST(the version changes after chmod) {
 }
 
 CAF_TEST(a symlink is reported as a symlink and not followed) {
-  // R17 / CLI stat: the path itself, lstat semantics.
+  // §17 / CLI stat: the path itself, lstat semantics.
   put("target", "0123456789");
   CAF_REQUIRE_EQUAL(::symlink("target", path("link").c_str()), 0);
   CAF_REQUIRE_EQUAL(::symlink("nowhere", path("dangling").c_str()), 0);
@@ -137,7 +137,7 @@ CAF_TEST(a trailing slash follows a symlink and requires a directory) {
 }
 
 CAF_TEST(directories and special files have their own kinds) {
-  // R17
+  // §17
   mkdir("d");
   CAF_REQUIRE_EQUAL(::mkfifo(path("p").c_str(), 0600), 0);
   auto d = stat_path(path("d"));
@@ -152,7 +152,7 @@ CAF_TEST(directories and special files have their own kinds) {
 }
 
 CAF_TEST(stat of a missing path is path_not_found naming the path) {
-  // R17
+  // §17
   auto st = stat_path(path("missing"));
   CAF_CHECK_EQUAL(code_of(st), "path_not_found");
   if (!st)

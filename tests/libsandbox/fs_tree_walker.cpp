@@ -56,7 +56,7 @@ using strings = std::vector<std::string>;
 CAF_TEST_FIXTURE_SCOPE(fs_tree_walker_tests, temp_dir_fixture)
 
 CAF_TEST(the walk is depth first with siblings sorted by bytes) {
-  // R16
+  // §16
   mkdir("b");
   mkdir("b/a");
   put("b/a/x", "");
@@ -70,7 +70,7 @@ CAF_TEST(the walk is depth first with siblings sorted by bytes) {
 }
 
 CAF_TEST(frames carry name kind and size) {
-  // R16
+  // §16
   mkdir("d");
   put("d/f", "12345");
   auto walker = tree_walker::open(dir, 5);
@@ -96,7 +96,7 @@ CAF_TEST(frames carry name kind and size) {
 }
 
 CAF_TEST(max_depth counts levels below the root) {
-  // R16 and the CLI's --depth: 0 lists nothing, 1 the direct children.
+  // §16 and the CLI's --depth: 0 lists nothing, 1 the direct children.
   mkdir("d");
   mkdir("d/e");
   put("d/e/f", "");
@@ -109,7 +109,7 @@ CAF_TEST(max_depth counts levels below the root) {
 }
 
 CAF_TEST(symlinks are reported and never followed) {
-  // R16: a link to its own directory cannot make the walk loop.
+  // §16: a link to its own directory cannot make the walk loop.
   mkdir("d");
   CAF_REQUIRE_EQUAL(::symlink(".", path("d/loop").c_str()), 0);
   CAF_REQUIRE_EQUAL(::symlink("..", path("d/up").c_str()), 0);
@@ -120,13 +120,13 @@ CAF_TEST(symlinks are reported and never followed) {
 }
 
 CAF_TEST(special files are of kind other) {
-  // R16
+  // §16
   CAF_REQUIRE_EQUAL(::mkfifo(path("p").c_str(), 0600), 0);
   CAF_CHECK(walk(dir, 1) == (strings{"p:other"}));
 }
 
 CAF_TEST(a missing root or a file root is path_not_found) {
-  // R16: the error comes from open, before any frame.
+  // §16: the error comes from open, before any frame.
   CAF_CHECK(walk(path("missing"), 1) == (strings{"!path_not_found"}));
   CAF_CHECK(walk(path("missing"), 0) == (strings{"!path_not_found"}));
   put("file", "");
@@ -134,7 +134,7 @@ CAF_TEST(a missing root or a file root is path_not_found) {
 }
 
 CAF_TEST(a directory removed during the walk is skipped) {
-  // R16: entries that vanish are not errors.
+  // §16: entries that vanish are not errors.
   mkdir("a");
   put("a/x", "");
   mkdir("b");
@@ -153,7 +153,7 @@ CAF_TEST(a directory removed during the walk is skipped) {
 }
 
 CAF_TEST(an unreadable subdirectory ends the walk with an error) {
-  // R16: the caller turns the error into the done frame's error. Root
+  // §16: the caller turns the error into the done frame's error. Root
   // ignores mode bits, so the walk runs as nobody in a child.
   CAF_REQUIRE_EQUAL(::chmod(dir.c_str(), 0755), 0);
   mkdir("a");
@@ -191,7 +191,7 @@ CAF_TEST(an unreadable subdirectory ends the walk with an error) {
 }
 
 CAF_TEST(a deep tree keeps a single directory open) {
-  // R16: descending and climbing back through 100 levels.
+  // §16: descending and climbing back through 100 levels.
   constexpr int depth = 100;
   std::string rel = "n";
   mkdir(rel);
@@ -222,7 +222,7 @@ CAF_TEST(a deep tree keeps a single directory open) {
 }
 
 CAF_TEST(a large tree walks in bounded memory) {
-  // R16: memory does not grow with the size of the tree. 100 directories
+  // §16: memory does not grow with the size of the tree. 100 directories
   // of 200 files each: 20,100 frames. The files are hard links to one file
   // outside the tree: creating 20,000 inodes takes seconds on a loaded
   // ext4, creating 20,000 names does not.

@@ -82,7 +82,7 @@ uint16_t find_free_block(uint16_t n) {
 
 } // namespace
 
-// DESIGN §3 and R18: no port is handed to two live leases, under concurrency.
+// §18: no port is handed to two live leases, under concurrency.
 CAF_TEST(a thousand leases acquired from eight threads are distinct) {
   port_lease_registry registry;
   constexpr int threads = 8;
@@ -118,7 +118,7 @@ CAF_TEST(a thousand leases acquired from eight threads are distinct) {
   CAF_CHECK_EQUAL(registry.leased_count(), 0u);
 }
 
-// DESIGN §3 and R22: with leases coming and going on a small range, a port
+// §22: with leases coming and going on a small range, a port
 // never has two holders at once.
 CAF_TEST(a port never has two live holders while leases churn) {
   constexpr uint16_t range = 16;
@@ -150,7 +150,7 @@ CAF_TEST(a port never has two live holders while leases churn) {
   CAF_CHECK_EQUAL(registry.leased_count(), 0u);
 }
 
-// R18 ("leases exactly one free TCP port"): a port that another socket holds
+// §18 ("leases exactly one free TCP port"): a port that another socket holds
 // is never leased, whether it listens on 127.0.0.1 or on the wildcard
 // address.
 CAF_TEST(a port bound and listening elsewhere is never leased) {
@@ -180,7 +180,7 @@ CAF_TEST(a port bound and listening elsewhere is never leased) {
   CAF_CHECK_EQUAL(registry.leased_count(), 0u);
 }
 
-// R22: a released port is free again. DESIGN §3: the rotating cursor hands a
+// §22: a released port is free again. The rotating cursor hands a
 // released port out again only after going round the range.
 CAF_TEST(release makes a port available again after the cursor wraps) {
   auto base = find_free_block(3);
@@ -213,7 +213,7 @@ CAF_TEST(release makes a port available again after the cursor wraps) {
   CAF_CHECK(registry.is_leased(freed));
 }
 
-// R18 and §4 "Errors": exhausting the range is port_unavailable, and the
+// §18 and semantics §23: exhausting the range is port_unavailable, and the
 // message names the range.
 CAF_TEST(an exhausted range gives port_unavailable naming the range) {
   auto base = find_free_block(3);
@@ -242,7 +242,7 @@ CAF_TEST(an exhausted range gives port_unavailable naming the range) {
   }
 }
 
-// R22 (the port is released exactly once): moving a lease moves ownership;
+// §22 (the port is released exactly once): moving a lease moves ownership;
 // neither a moved-from handle nor a second release frees a port that a new
 // lease holds.
 CAF_TEST(a move only lease handle releases its port exactly once) {
@@ -292,7 +292,7 @@ CAF_TEST(a move only lease handle releases its port exactly once) {
   empty.release();
 }
 
-// DESIGN §3: a session's lease may outlive the registry object it came from,
+// A session's lease may outlive the registry object it came from,
 // and copies of the registry are the same registry.
 CAF_TEST(a lease may outlive its registry object and copies share state) {
   auto base = find_free_block(2);
@@ -312,7 +312,7 @@ CAF_TEST(a lease may outlive its registry object and copies share state) {
   CAF_CHECK(!lease);
 }
 
-// §4 "Errors": a bad range is an invalid_argument naming it; ports outside
+// Semantics §23: a bad range is an invalid_argument naming it; ports outside
 // the range are never leased.
 CAF_TEST(an invalid range is refused and ports outside the range are free) {
   for (auto [first, last] : {std::pair<uint16_t, uint16_t>{0, 10},

@@ -7,7 +7,7 @@
 
 #include "sandbox/uuid.hpp"
 
-// R18: a session id is a random UUID (v4, lowercase canonical form).
+// §18: a session id is a random UUID (v4, lowercase canonical form).
 CAF_TEST(a new uuid has the lowercase canonical form) {
   for (int i = 0; i < 100; ++i) {
     auto id = sandbox::make_uuid_v4();
@@ -23,7 +23,7 @@ CAF_TEST(a new uuid has the lowercase canonical form) {
   }
 }
 
-// R18: RFC 4122 §4.4 version 4 (random) and variant 10xx bits are set.
+// §18: RFC 4122 §4.4 version 4 (random) and variant 10xx bits are set.
 CAF_TEST(a new uuid carries the version 4 and RFC 4122 variant bits) {
   for (int i = 0; i < 1000; ++i) {
     auto id = sandbox::make_uuid_v4();
@@ -32,7 +32,7 @@ CAF_TEST(a new uuid carries the version 4 and RFC 4122 variant bits) {
   }
 }
 
-// R18: every session gets its own id.
+// §18: every session gets its own id.
 CAF_TEST(ten thousand new uuids are distinct) {
   std::unordered_set<std::string> ids;
   for (int i = 0; i < 10000; ++i)
@@ -40,7 +40,7 @@ CAF_TEST(ten thousand new uuids are distinct) {
   CAF_CHECK_EQUAL(ids.size(), 10000u);
 }
 
-// R18: session ids are canonical lowercase UUIDs (actors.node checks a new
+// §18: session ids are canonical lowercase UUIDs (actors.node checks a new
 // session's id with is_uuid).
 CAF_TEST(is_uuid accepts only the lowercase canonical form) {
   using sandbox::is_uuid;

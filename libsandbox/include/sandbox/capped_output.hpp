@@ -10,7 +10,7 @@ namespace sandbox {
 
 /// Retains at most `cap` bytes of an output stream: its head and its tail,
 /// so that a failing build still shows how it started and the error it
-/// printed last (R9).
+/// printed last (§9).
 ///
 /// The first `cap / 2` bytes form the head; the last `cap - cap / 2` bytes
 /// live in a ring buffer that overwrites its oldest bytes. Buffers grow with

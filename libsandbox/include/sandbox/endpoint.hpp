@@ -9,7 +9,7 @@
 namespace sandbox {
 
 /// Returns the URL at which a session's server on `port` is reached:
-/// `<protocol>://127.0.0.1:<port>` (R19), e.g. "http://127.0.0.1:20417".
+/// `<protocol>://127.0.0.1:<port>` (§19), e.g. "http://127.0.0.1:20417".
 /// As the systems we match, it accepts any port number and does not check
 /// that the port is leased or that anything listens on it. Thread-safe.
 /// @returns `errc::invalid_argument` naming the protocol when `protocol` is

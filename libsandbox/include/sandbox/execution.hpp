@@ -12,17 +12,17 @@ namespace sandbox {
 /// Environment variables: name → value, sorted by name.
 using env_map = std::map<std::string, std::string>;
 
-/// Why an execution ended (R1).
+/// Why an execution ended (§1).
 enum class exit_reason : uint8_t {
   /// The child exited on its own; `exit_code` is its status.
   exited,
-  /// The child was ended by a signal; `exit_code` is 128 + signo (R6).
+  /// The child was ended by a signal; `exit_code` is 128 + signo (§6).
   signalled,
-  /// The timeout fired; `exit_code` is 124 (R5).
+  /// The timeout fired; `exit_code` is 124 (§5).
   timeout,
-  /// The execution was cancelled; `exit_code` is 130 (R5).
+  /// The execution was cancelled; `exit_code` is 130 (§5).
   cancelled,
-  /// The session was stopped while the execution ran (R22).
+  /// The session was stopped while the execution ran (§22).
   stopped,
 };
 
@@ -33,7 +33,7 @@ enum class stream_kind : uint8_t { out, err };
 
 std::string_view to_string(stream_kind x) noexcept;
 
-/// A piece of a child's output as it arrived (R8: never splits a UTF-8
+/// A piece of a child's output as it arrived (§8: never splits a UTF-8
 /// sequence of valid UTF-8 output).
 struct output_chunk {
   stream_kind stream = stream_kind::out;
@@ -46,10 +46,10 @@ constexpr int exit_code_timeout = 124;
 /// Exit code reported for a cancelled execution (128 + SIGINT).
 constexpr int exit_code_cancelled = 130;
 
-/// Exit code of a missing interpreter (R7) or command (as sh).
+/// Exit code of a missing interpreter (§7) or command (as sh).
 constexpr int exit_code_not_found = 127;
 
-/// The shell script that runs code with an interpreter (R7): the code
+/// The shell script that runs code with an interpreter (§7): the code
 /// arrives on the script's stdin and is never seen by a shell parser.
 /// `interpreter` names the interpreter inside the script: `$0` when the
 /// language is passed as the script's $0, or a language already checked by
@@ -62,28 +62,28 @@ constexpr int exit_code_not_found = 127;
 /// `exit_code_not_found`.
 std::string code_runner_script(std::string_view interpreter);
 
-/// Default cap on the retained stdout and stderr of one result (R9).
+/// Default cap on the retained stdout and stderr of one result (§9).
 constexpr uint64_t default_output_cap = 16u << 20;
 
-/// Options of one execution (R2).
+/// Options of one execution (§2).
 struct exec_options {
   /// Zero means no limit.
   std::chrono::milliseconds timeout{0};
   /// Working directory; empty means the session working directory.
   std::string cwd;
-  /// Merged over the session env (R4).
+  /// Merged over the session env (§4).
   env_map env;
   /// Caller-chosen key that `cancel` names; empty means not cancellable.
   std::string cancel_key;
-  /// Retained bytes per stream (R9); zero means the session default.
+  /// Retained bytes per stream (§9); zero means the session default.
   uint64_t output_cap = 0;
 };
 
-/// The one result that ends every execution (R1).
+/// The one result that ends every execution (§1).
 struct exec_result {
   int32_t exit_code = 0;
   exit_reason reason = exit_reason::exited;
-  /// Retained output: head and tail with a marker between (R9).
+  /// Retained output: head and tail with a marker between (§9).
   std::string stdout_data;
   std::string stderr_data;
   /// Files the execution produced for the caller; local sessions report none.
@@ -108,7 +108,7 @@ enum class containment_mode : uint8_t {
 /// "cgroup" or "process_group" (defined in cgroup.cpp).
 std::string_view to_string(containment_mode x) noexcept;
 
-/// What `stop` reports (R22).
+/// What `stop` reports (§22).
 struct stop_receipt {
   /// Processes (children and descendants) that were running and got ended.
   uint32_t ended = 0;

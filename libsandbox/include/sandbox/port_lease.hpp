@@ -73,7 +73,7 @@ private:
   uint16_t port_ = 0;
 };
 
-/// The node-wide registry of leased TCP ports (R18, R22): it never
+/// The node-wide registry of leased TCP ports (§18, §22): it never
 /// hands one port to two live leases, and hands out only ports that a TCP
 /// socket can bind on 127.0.0.1 at the time of the lease.
 ///

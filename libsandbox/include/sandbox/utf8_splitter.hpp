@@ -20,7 +20,7 @@ size_t utf8_incomplete_tail(std::string_view data) noexcept;
 /// else: ASCII, a continuation byte, an invalid or a truncated sequence.
 size_t utf8_sequence_at(std::string_view data) noexcept;
 
-/// Cuts a byte stream into chunks that never split a UTF-8 sequence (R8).
+/// Cuts a byte stream into chunks that never split a UTF-8 sequence (§8).
 ///
 /// Only a so-far-valid incomplete sequence at the very end of the data seen
 /// (at most 3 bytes) is held back until the next `feed`; everything else,

@@ -36,7 +36,7 @@ std::string escape_for_message(std::string_view in);
 /// after the closing quote: `"AAAA"... (100000 bytes)`.
 std::string quote_for_message(std::string_view in);
 
-/// Checks an environment variable name against R3:
+/// Checks an environment variable name against §3:
 /// `^[A-Za-z_][A-Za-z0-9_]*$` (ASCII only; the empty name is invalid).
 bool is_valid_env_name(std::string_view name) noexcept;
 
@@ -46,7 +46,7 @@ bool is_valid_env_name(std::string_view name) noexcept;
 /// makes the launch fail with E2BIG whatever the total size.
 size_t max_argument_bytes() noexcept;
 
-/// Checks every name of `env` (R3) and every value.
+/// Checks every name of `env` (§3) and every value.
 /// @returns nothing on success.
 /// @returns `invalid_argument` naming the first bad key in map order:
 ///   `invalid environment variable name: "<key>"`; for a value that holds a
@@ -57,7 +57,7 @@ size_t max_argument_bytes() noexcept;
 ///   bytes for one string (MAX_ARG_STRLEN)`.
 result<void> validate_env(const env_map& env);
 
-/// Checks a language name of `execute_code` against R7:
+/// Checks a language name of `execute_code` against §7:
 /// `^[A-Za-z0-9._-]+$`.
 /// @returns `invalid_argument` with `invalid language: "<language>"`.
 result<void> validate_language(std::string_view language);

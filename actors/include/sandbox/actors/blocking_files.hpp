@@ -26,7 +26,7 @@ using byte_callback = std::function<bool(const std::string&)>;
 /// false to cancel the listing.
 using frame_callback = std::function<bool(const fs::frame&)>;
 
-/// The done frame of a listing (R16), for plain C++: exactly one per call.
+/// The done frame of a listing (§16), for plain C++: exactly one per call.
 struct list_summary {
   /// Frames in batches the caller acknowledged (a batch cancelled midway
   /// does not count).
@@ -35,7 +35,7 @@ struct list_summary {
   std::optional<sandbox::error> error;
 };
 
-/// A streamed atomic write in progress (R13), opened by
+/// A streamed atomic write in progress (§13), opened by
 /// `blocking_files::open_write`. Memory holds one chunk at a time: each
 /// `write` waits for the worker's ack. Move-only; destroying an uncommitted
 /// writer aborts the write (the target stays as it was).
@@ -89,7 +89,7 @@ private:
   std::optional<sandbox::error> failure_;
 };
 
-/// The blocking facade of a session's filesystem worker (R11–R17): the
+/// The blocking facade of a session's filesystem worker (§11–§17): the
 /// actor messages, called from plain C++ (never a second implementation).
 /// Relative paths resolve against the session working directory. After the
 /// session stopped, every call fails with `session_stopped`.
@@ -103,18 +103,18 @@ public:
     return handle_;
   }
 
-  /// R11: the whole file. Errors: `path_not_found`, `not_a_regular_file`
+  /// §11: the whole file. Errors: `path_not_found`, `not_a_regular_file`
   /// (directory, FIFO, socket, device; never a hang), `permission_denied`,
   /// `invalid_argument`, `io_error`.
   result<std::string> read_file(const std::string& path);
 
-  /// R11: lines `start_line` to `end_line` (1-based, inclusive; 0 as the
+  /// §11: lines `start_line` to `end_line` (1-based, inclusive; 0 as the
   /// end reads to the end of the file). Errors: those of `read_file`, and
   /// `invalid_argument` for a bad range.
   result<std::string> read_text(const std::string& path, uint64_t start_line,
                                 uint64_t end_line = 0);
 
-  /// R12: streams the file through `on_chunk`, one chunk of at most
+  /// §12: streams the file through `on_chunk`, one chunk of at most
   /// `chunk_size` bytes (0: 256 KiB) in flight; returns the total bytes.
   /// Each call opens a fresh stream. Errors: those of `read_file`, and
   /// `aborted` when `on_chunk` returned false.
@@ -122,14 +122,14 @@ public:
                                const byte_callback& on_chunk,
                                uint32_t chunk_size = 0);
 
-  /// R13: writes `bytes` atomically (parents created). With `if_version`,
+  /// §13: writes `bytes` atomically (parents created). With `if_version`,
   /// only if the current version matches (empty: the file must not exist).
   /// Errors: `conflict`, `not_a_regular_file`, `path_not_found`,
   /// `permission_denied`, `invalid_argument`, `io_error`.
   result<void> write_file(const std::string& path, std::string bytes,
                           std::optional<std::string> if_version = {});
 
-  /// R13: opens a streamed atomic write (same rules and errors as
+  /// §13: opens a streamed atomic write (same rules and errors as
   /// `write_file`; the version is checked now and again at commit).
   result<blocking_writer>
   open_write(const std::string& path,
@@ -139,22 +139,22 @@ public:
   /// thread); the owner's `blocking_writer` then fails.
   result<void> abort_write(uint64_t id);
 
-  /// R14: removes a file or symlink. Errors: `path_not_found`,
+  /// §14: removes a file or symlink. Errors: `path_not_found`,
   /// `not_a_regular_file` (a directory), `permission_denied`.
   result<void> remove_file(const std::string& path);
 
-  /// R15: the entries of a directory, sorted by name in byte order.
+  /// §15: the entries of a directory, sorted by name in byte order.
   /// Errors: `path_not_found` (missing or not a directory),
   /// `permission_denied`, `io_error`.
   result<std::vector<fs::dir_entry>> list_files(const std::string& path);
 
-  /// R16: walks the tree below `path`, `max_depth` levels deep, calling
+  /// §16: walks the tree below `path`, `max_depth` levels deep, calling
   /// `on_frame` for each frame; returns the one done frame. Memory holds
   /// one batch of frames, whatever the size of the tree.
   list_summary list(const std::string& path, uint32_t max_depth,
                     const frame_callback& on_frame);
 
-  /// R17: metadata and version token of the path itself (symlinks are not
+  /// §17: metadata and version token of the path itself (symlinks are not
   /// followed). Errors: `path_not_found`, `permission_denied`, `io_error`.
   result<fs::file_stat> stat(const std::string& path);
 

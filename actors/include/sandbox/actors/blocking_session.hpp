@@ -31,7 +31,7 @@ public:
   /// Every live session with its directories, port and child count.
   result<std::vector<session_info>> list();
 
-  /// Stops the session `id` (R22); `session_not_found` if unknown.
+  /// Stops the session `id` (§22); `session_not_found` if unknown.
   result<stop_receipt> stop_session(const std::string& id);
 
   /// Stops every session; returns how many there were.
@@ -67,7 +67,7 @@ private:
 /// Called with each output chunk, in the caller's thread, as it arrives.
 using chunk_callback = std::function<void(const output_chunk&)>;
 
-/// A live process started by `blocking_session::spawn` (R10).
+/// A live process started by `blocking_session::spawn` (§10).
 class blocking_process {
 public:
   blocking_process(caf::actor_system& sys, process_actor handle, int32_t pid)
@@ -83,7 +83,7 @@ public:
   result<void> close_stdin();
   /// Signals the process group; default SIGTERM.
   result<void> kill(int32_t sig = SIGTERM);
-  /// Waits for the exit; the result's exit code follows R6.
+  /// Waits for the exit; the result's exit code follows §6.
   result<exec_result> wait();
 
 private:
@@ -96,7 +96,7 @@ private:
 /// plain C++ (never a second implementation).
 class blocking_session {
 public:
-  /// Creates a session on `node` (R18: directories, port lease, id).
+  /// Creates a session on `node` (§18: directories, port lease, id).
   static result<blocking_session> create(basic_node& node,
                                          session_config cfg = {});
 
@@ -119,7 +119,7 @@ public:
   result<exec_result> execute(const std::string& command,
                               const exec_options& opts = {});
 
-  /// Runs `command`; `on_chunk` sees each chunk as it arrives (R1).
+  /// Runs `command`; `on_chunk` sees each chunk as it arrives (§1).
   result<exec_result> execute_streaming(const std::string& command,
                                         const exec_options& opts,
                                         const chunk_callback& on_chunk);

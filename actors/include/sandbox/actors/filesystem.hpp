@@ -13,7 +13,7 @@ namespace sandbox::actors {
 /// Chunk size of a read stream whose request asks for 0 bytes.
 constexpr size_t default_read_chunk = 256 * 1024;
 
-/// Most frames in one batch of a listing (R16).
+/// Most frames in one batch of a listing (§16).
 constexpr size_t max_list_batch = 256;
 
 /// Spawns the filesystem worker of a session whose working directory is

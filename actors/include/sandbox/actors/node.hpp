@@ -12,7 +12,7 @@
 
 namespace sandbox::actors {
 
-/// Runs once when a session is first created (R21), with the restricted
+/// Runs once when a session is first created (§21), with the restricted
 /// view of it, on a detached actor of its own: it may block, e.g. make
 /// requests to the view with a `caf::scoped_actor` of the given system (the
 /// blocking facade needs the full session, which the hook does not get). A
@@ -26,7 +26,7 @@ struct node_config {
   /// Where sessions created without a working directory live:
   /// `<base_directory>/<session id>`. Empty: the current directory.
   std::string base_directory;
-  /// The range of TCP ports leased to sessions, one each (R18); both
+  /// The range of TCP ports leased to sessions, one each (§18); both
   /// inclusive, `1 <= first_port <= last_port`.
   uint16_t first_port = default_first_leased_port;
   uint16_t last_port = default_last_leased_port;

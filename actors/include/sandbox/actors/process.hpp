@@ -20,9 +20,9 @@ struct process_params {
   std::shared_ptr<child_process> child;
   /// Receives the output as it arrives; may be invalid.
   chunk_sink sink;
-  /// Zero: no limit (R2).
+  /// Zero: no limit (§2).
   std::chrono::milliseconds timeout{0};
-  /// Retained bytes per stream (R9).
+  /// Retained bytes per stream (§9).
   uint64_t output_cap = default_output_cap;
   /// Environment prefix that marks this child's descendants.
   std::string marker_prefix;

@@ -59,7 +59,7 @@ typename Inspector::result_type inspect(Inspector& f, stop_receipt& x) {
 
 namespace sandbox::actors {
 
-/// What creates a session (R18).
+/// What creates a session (§18).
 struct session_config {
   std::string working_directory;
   /// Empty: `<tmpdir>/sandbox-<euid>/home`, private to the user and
@@ -130,7 +130,7 @@ typename Inspector::result_type inspect(Inspector& f, frame& x) {
 
 namespace sandbox::actors {
 
-/// Options of a write (R13).
+/// Options of a write (§13).
 struct write_options {
   /// Compare-and-swap: when set, the write happens only if the file's
   /// current `stat` version equals this token, else it fails with `conflict`
@@ -145,7 +145,7 @@ typename Inspector::result_type inspect(Inspector& f, write_options& x) {
            x.if_version);
 }
 
-/// The done frame of a listing (R16): exactly one ends every listing, also
+/// The done frame of a listing (§16): exactly one ends every listing, also
 /// after an error or a cancellation.
 struct list_done {
   /// Frames delivered in acknowledged batches before the end.
@@ -204,7 +204,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, end_atom, "end")
   CAF_ADD_ATOM(sandbox, sandbox::actors, ended_atom, "ended")
 
-  // The filesystem worker (R11-R17).
+  // The filesystem worker (§11-§17).
   CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::file_stat))
   CAF_ADD_TYPE_ID(sandbox, (sandbox::fs::dir_entry))
   CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::fs::dir_entry>) )
@@ -242,7 +242,7 @@ using chunk_sink
 
 // -- process actor ------------------------------------------------------------
 
-/// One child process (R10). Owns exactly one child; its destruction
+/// One child process (§10). Owns exactly one child; its destruction
 /// terminates it.
 using process_actor = caf::typed_actor<
   // Writes bytes to the child's stdin (only for spawned processes).
@@ -271,38 +271,38 @@ using process_actor_impl = process_actor::extend<
 
 // -- filesystem worker --------------------------------------------------------
 
-/// Receives the bytes of a read stream (R12). Each chunk is a request; the
+/// Receives the bytes of a read stream (§12). Each chunk is a request; the
 /// sink answers `ack` when it is ready for the next one (one chunk is in
 /// flight at a time), or an error to cancel the stream.
 using byte_sink
   = caf::typed_actor<caf::replies_to<chunk_atom, std::string>::with<ack_atom>>;
 
-/// Receives the frames of a listing (R16) in batches. Each batch is a
+/// Receives the frames of a listing (§16) in batches. Each batch is a
 /// request; the worker reads no further until the sink answers `ack` (one
 /// batch in flight), so a slow sink never makes the worker buffer the tree.
 /// Answering an error cancels the listing.
 using frame_sink = caf::typed_actor<
   caf::replies_to<frames_atom, std::vector<fs::frame>>::with<ack_atom>>;
 
-/// The filesystem worker of a session (R11–R17): every file operation of
+/// The filesystem worker of a session (§11–§17): every file operation of
 /// the session goes through it. Relative paths resolve against the session
 /// working directory. Failures are `sandbox` errors (`caf::make_error(errc,
 /// message)`); after the session stopped, every request fails with
 /// `session_stopped`.
 using filesystem_actor = caf::typed_actor<
-  // R11: the whole content of a regular file.
+  // §11: the whole content of a regular file.
   caf::replies_to<read_atom, std::string>::with<std::string>,
-  // R11: lines start..end of a file (1-based, inclusive; end 0: to the end).
+  // §11: lines start..end of a file (1-based, inclusive; end 0: to the end).
   caf::replies_to<read_text_atom, std::string, uint64_t,
                   uint64_t>::with<std::string>,
-  // R12: a fresh stream of chunks of at most `chunk_size` bytes (0: 256 KiB,
+  // §12: a fresh stream of chunks of at most `chunk_size` bytes (0: 256 KiB,
   // at most 1 MiB) to the sink; the reply is the done: total bytes sent.
   caf::replies_to<read_stream_atom, std::string, uint32_t,
                   byte_sink>::with<uint64_t>,
-  // R13: writes `bytes` atomically (parents created, temp file + rename).
+  // §13: writes `bytes` atomically (parents created, temp file + rename).
   caf::replies_to<write_atom, std::string, std::string,
                   write_options>::with<ok_atom>,
-  // R13: opens a streamed atomic write of a path; answers its write id.
+  // §13: opens a streamed atomic write of a path; answers its write id.
   // The write is aborted when the actor that opened it terminates.
   caf::replies_to<open_write_atom, std::string, write_options>::with<uint64_t>,
   // Appends a chunk to an open write; the reply is the ack.
@@ -311,16 +311,16 @@ using filesystem_actor = caf::typed_actor<
   caf::replies_to<commit_atom, uint64_t>::with<ok_atom>,
   // Drops an open write; the target stays as it was. Idempotent.
   caf::replies_to<abort_atom, uint64_t>::with<ok_atom>,
-  // R14: removes a file or symlink.
+  // §14: removes a file or symlink.
   caf::replies_to<remove_atom, std::string>::with<ok_atom>,
-  // R15: the entries of a directory, sorted by name in byte order.
+  // §15: the entries of a directory, sorted by name in byte order.
   caf::replies_to<list_files_atom,
                   std::string>::with<std::vector<fs::dir_entry>>,
-  // R16: frames of the tree below a path, `max_depth` levels deep, in
+  // §16: frames of the tree below a path, `max_depth` levels deep, in
   // batches to the sink; the reply is the one done frame (never an error).
   caf::replies_to<list_atom, std::string, uint32_t,
                   frame_sink>::with<list_done>,
-  // R17: metadata and version token of the path itself (lstat).
+  // §17: metadata and version token of the path itself (lstat).
   caf::replies_to<stat_atom, std::string>::with<fs::file_stat>>;
 
 /// The full interface of the filesystem worker: the public one plus the
@@ -335,23 +335,23 @@ using filesystem_actor_impl = filesystem_actor::extend<
 
 // -- session actor ------------------------------------------------------------
 
-/// A session without lifecycle and port members (R20): what an
+/// A session without lifecycle and port members (§20): what an
 /// `on_first_create` hook or an untrusted helper gets. The full session
 /// interface extends it, so a view is the same actor and shares the
 /// session's process tracking: `stop` also ends what the view started.
 /// `sink` may be invalid (no streaming; the result still holds the retained
 /// output).
 using restricted_session = caf::typed_actor<
-  // R1: runs `/bin/sh -c command`; chunks go to the sink, then one result.
+  // §1: runs `/bin/sh -c command`; chunks go to the sink, then one result.
   caf::replies_to<execute_atom, std::string, exec_options,
                   chunk_sink>::with<exec_result>,
-  // R7: runs `code` with the interpreter named `language`.
+  // §7: runs `code` with the interpreter named `language`.
   caf::replies_to<code_atom, std::string, std::string, exec_options,
                   chunk_sink>::with<exec_result>,
-  // R10: starts a live process with a stdin pipe.
+  // §10: starts a live process with a stdin pipe.
   caf::replies_to<spawn_atom, std::string, exec_options,
                   chunk_sink>::with<process_actor, int32_t>,
-  // R2: cancels the running execution whose options carried this cancel
+  // §2: cancels the running execution whose options carried this cancel
   // key (a running execution holds a key alone); answers whether one was
   // running.
   caf::replies_to<cancel_atom, std::string>::with<bool>,
@@ -359,10 +359,10 @@ using restricted_session = caf::typed_actor<
   // stop).
   caf::replies_to<files_atom>::with<filesystem_actor>>;
 
-/// A session: a working directory where commands and code run (R1–R10,
-/// R22), plus its lifecycle.
+/// A session: a working directory where commands and code run (§1–§10,
+/// §22), plus its lifecycle.
 using session_actor = restricted_session::extend<
-  // R22: ends every child and descendant; idempotent.
+  // §22: ends every child and descendant; idempotent.
   caf::replies_to<stop_atom>::with<stop_receipt>,
   caf::replies_to<info_atom>::with<session_info>>;
 
@@ -373,25 +373,25 @@ using session_actor_impl
   = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>,
                           caf::reacts_to<exited_atom>>;
 
-/// Returns the restricted view of `s` (R20).
+/// Returns the restricted view of `s` (§20).
 inline restricted_session restricted(const session_actor& s) {
   return s;
 }
 
 // -- node actor ---------------------------------------------------------------
 
-/// The provider: creates sessions (R18), leases their ports, lists them and
+/// The provider: creates sessions (§18), leases their ports, lists them and
 /// stops them; a node that shuts down stops every session.
 using node_actor = caf::typed_actor<
-  // R18: creates a session; R21: runs the `on_first_create` hook first.
+  // §18: creates a session; §21: runs the `on_first_create` hook first.
   caf::replies_to<create_atom, session_config>::with<session_actor,
                                                      session_info>,
   // Looks a session up by id (`session_not_found` otherwise).
   caf::replies_to<get_atom, std::string>::with<session_actor>,
-  // R21: resuming a session is `unsupported`.
+  // §21: resuming a session is `unsupported`.
   caf::replies_to<resume_atom, std::string>::with<session_actor>,
   caf::replies_to<list_atom>::with<std::vector<session_info>>,
-  // R22: stops one session; `session_not_found` for an unknown or already
+  // §22: stops one session; `session_not_found` for an unknown or already
   // stopped id.
   caf::replies_to<stop_atom, std::string>::with<stop_receipt>,
   // Stops every session (node shutdown); answers how many were stopped.

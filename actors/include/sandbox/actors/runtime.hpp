@@ -38,14 +38,14 @@ enum class containment_choice : uint8_t {
 /// node can work with them; a node started with invalid ones refuses every
 /// request with that error.
 struct runtime_config {
-  /// The shell that runs commands (R1): `<shell> -c <command>`. An absolute
+  /// The shell that runs commands (§1): `<shell> -c <command>`. An absolute
   /// path to an executable file.
   std::string shell = "/bin/sh";
   /// Threads of the shared reactor; at least 1.
   size_t reactor_threads = 2;
-  /// Retained bytes per stream of a result (R9); at least 1.
+  /// Retained bytes per stream of a result (§9); at least 1.
   uint64_t output_cap = default_output_cap;
-  /// SIGTERM, grace, SIGKILL (§3): `first` a signal number, `grace` and
+  /// SIGTERM, grace, SIGKILL (semantics §24): `first` a signal number, `grace` and
   /// `verify` not negative, `poll` positive.
   stop_plan stop;
   /// How long an execution whose shell has exited waits for a background
@@ -130,7 +130,7 @@ public:
     return reaper_;
   }
 
-  /// The node process environment, the lowest layer of R4.
+  /// The node process environment, the lowest layer of §4.
   const env_map& base_env() const noexcept {
     return base_env_;
   }

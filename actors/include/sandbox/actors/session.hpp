@@ -18,14 +18,14 @@ struct session_params {
   std::string id;
   /// Absolute, existing.
   std::string working_directory;
-  /// Absolute; becomes HOME (R4). Exists unless `private_home` is set.
+  /// Absolute; becomes HOME (§4). Exists unless `private_home` is set.
   std::string home_directory;
   /// `home_directory` is the default home: the session makes it (private
   /// to the user, lstat-checked) at its first execution, so that a session
   /// used only for files needs no usable temp directory.
   bool private_home = false;
   env_map env;
-  /// The session's one leased TCP port (R18); released when it stops.
+  /// The session's one leased TCP port (§18); released when it stops.
   /// Shared only because actor arguments must be copyable.
   std::shared_ptr<port_lease> lease;
   /// The node that made the session, told `ended` when a stop completes
@@ -35,7 +35,7 @@ struct session_params {
 
 struct session_state;
 
-/// Behavior of a session actor (R1–R10, R22).
+/// Behavior of a session actor (§1–§10, §22).
 session_actor_impl::behavior_type
 session_behavior(session_actor_impl::stateful_pointer<session_state> self,
                  session_params params);
@@ -43,8 +43,8 @@ session_behavior(session_actor_impl::stateful_pointer<session_state> self,
 /// Spawns a session actor.
 session_actor spawn_session(caf::actor_system& sys, session_params params);
 
-/// Resolves the directories of `cfg` (R18: absolute, created with mkdir -p),
-/// validates its env (R3) and gives the session a random UUID. An empty
+/// Resolves the directories of `cfg` (§18: absolute, created with mkdir -p),
+/// validates its env (§3) and gives the session a random UUID. An empty
 /// home becomes the default home `<temp_directory>/sandbox-<uid>/home`,
 /// created only at the first execution (see `session_params`).
 /// Errors: `invalid_argument` (bad env name, a directory with a NUL byte,

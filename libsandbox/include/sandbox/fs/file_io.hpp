@@ -11,7 +11,7 @@
 
 namespace sandbox::fs {
 
-/// Reads the whole regular file `abs` (symlinks followed) (R11).
+/// Reads the whole regular file `abs` (symlinks followed) (§11).
 ///
 /// A non-regular file is refused before it is read, so a FIFO without a
 /// writer or a device never blocks the caller: the path is classified with
@@ -27,7 +27,7 @@ namespace sandbox::fs {
 result<std::string> read_file(const std::string& abs);
 
 /// Reads lines `start_line` to `end_line` (1-based, both inclusive) of
-/// `abs`; `end_line` 0 reads to the end of the file (R11).
+/// `abs`; `end_line` 0 reads to the end of the file (§11).
 ///
 /// Lines end with '\n', which is kept; a last line without one is returned
 /// as it is. A range that starts past the last line yields an empty string.
@@ -38,7 +38,7 @@ result<std::string> read_file(const std::string& abs);
 result<std::string> read_text(const std::string& abs, uint64_t start_line,
                               uint64_t end_line);
 
-/// A forward-only stream over the bytes of one regular file (R12). Each
+/// A forward-only stream over the bytes of one regular file (§12). Each
 /// `open` starts a fresh stream at offset 0, so a stream can be replayed by
 /// opening it again. Move-only; closes its descriptor on destruction.
 class file_reader {
@@ -74,7 +74,7 @@ private:
 };
 
 /// Writes a file atomically: bytes go to a temporary file beside the target,
-/// which replaces the target on `commit` (R13). A reader sees either the old
+/// which replaces the target on `commit` (§13). A reader sees either the old
 /// file or the complete new one, never a torn file; a write that fails, is
 /// abandoned or whose process is killed leaves the old file untouched.
 ///
@@ -191,7 +191,7 @@ private:
 result<void> write_file(const std::string& abs, std::string_view bytes,
                         std::optional<std::string> if_version = {});
 
-/// Removes the file (or symlink, not its target) at `abs` (R14), under the
+/// Removes the file (or symlink, not its target) at `abs` (§14), under the
 /// directory lock of `atomic_writer` (so a removal never slips between a
 /// compare-and-swap's check and its rename). A path ending in `/` names a
 /// directory (POSIX): it never removes a file or a symlink.

@@ -22,7 +22,7 @@ struct dir_entry {
   uint64_t size = 0;
 };
 
-/// Lists the directory `abs` (R15): its entries without `.` and `..`,
+/// Lists the directory `abs` (§15): its entries without `.` and `..`,
 /// sorted by name in byte order (as `strcmp`, independent of the locale).
 ///
 /// Metadata follows symlinks, as `is_dir` and `size` do in the agent
@@ -39,7 +39,7 @@ struct dir_entry {
 /// - `io_error`: any other failure of open or readdir.
 result<std::vector<dir_entry>> list_files(const std::string& abs);
 
-/// One item of a tree walk (R16).
+/// One item of a tree walk (§16).
 struct frame {
   /// Path relative to the walked root, '/'-separated (e.g. "src/main.cpp").
   std::string path;
@@ -51,7 +51,7 @@ struct frame {
   uint64_t size = 0;
 };
 
-/// A lazy, depth-first walk of a directory tree (R16).
+/// A lazy, depth-first walk of a directory tree (§16).
 ///
 /// Entries come in pre-order (a directory, then everything below it), the
 /// siblings of each directory sorted by name in byte order. Symlinks are

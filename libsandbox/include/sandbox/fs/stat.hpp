@@ -29,7 +29,7 @@ std::string_view to_string(file_kind x) noexcept;
 /// Classifies the file-type bits of a `st_mode`.
 file_kind kind_of(mode_t mode) noexcept;
 
-/// Metadata of one path (R17).
+/// Metadata of one path (§17).
 struct file_stat {
   file_kind kind = file_kind::other;
   /// Bytes of a file; the target length of a symlink; as reported for others.
