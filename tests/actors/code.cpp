@@ -6,7 +6,7 @@
 
 CAF_TEST_FIXTURE_SCOPE(code_tests, sandbox::test::node_fixture)
 
-CAF_TEST(§7 code reaches the interpreter byte exact) {
+CAF_TEST(S7 code reaches the interpreter byte exact) {
   auto s = make_session();
   // Quotes, heredoc terminators, $(), backticks, NUL-free binary-ish bytes.
   std::string code = "import sys\n"
@@ -21,7 +21,7 @@ CAF_TEST(§7 code reaches the interpreter byte exact) {
     "EOF\n$(rm -rf /) `id` \"q\" 'x' \\ \n\xC3\xA9\xF0\x9F\x98\x80");
 }
 
-CAF_TEST(§7 shell code runs with sh) {
+CAF_TEST(S7 shell code runs with sh) {
   auto s = make_session();
   std::string out;
   auto r
@@ -32,7 +32,7 @@ CAF_TEST(§7 shell code runs with sh) {
   CAF_CHECK_EQUAL(out, "one\ntwo\n");
 }
 
-CAF_TEST(§7 a missing interpreter gives 127 and names the language) {
+CAF_TEST(S7 a missing interpreter gives 127 and names the language) {
   auto s = make_session();
   auto r = s.execute_code("print(1)", "no-such-lang");
   SANDBOX_REQUIRE_OK(r);
@@ -41,7 +41,7 @@ CAF_TEST(§7 a missing interpreter gives 127 and names the language) {
                   "Language interpreter not found: no-such-lang\n");
 }
 
-CAF_TEST(§7 a bad language is invalid_argument and nothing runs) {
+CAF_TEST(S7 a bad language is invalid_argument and nothing runs) {
   auto s = make_session();
   for (std::string bad : std::vector<std::string>{
          "python3; touch spawned", "py thon", "$(x)", "", "a/b", "é"}) {
@@ -54,7 +54,7 @@ CAF_TEST(§7 a bad language is invalid_argument and nothing runs) {
   CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
-CAF_TEST(§7 code execution honours timeout) {
+CAF_TEST(S7 code execution honours timeout) {
   auto s = make_session();
   auto r = sandbox::test::run_until_streamed(
     [&s](const sandbox::exec_options& o,
@@ -69,7 +69,7 @@ CAF_TEST(§7 code execution honours timeout) {
   CAF_CHECK_EQUAL(r->stdout_data, "x\n");
 }
 
-CAF_TEST(§7 a language that is no executable on PATH is not found) {
+CAF_TEST(S7 a language that is no executable on PATH is not found) {
   auto s = make_session();
   // Shell builtins and keywords are found by `command -v` but are no
   // interpreters; "." and ".." are directories on every PATH entry.
@@ -85,7 +85,7 @@ CAF_TEST(§7 a language that is no executable on PATH is not found) {
   CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
 }
 
-CAF_TEST(§7 an interpreter is looked up on the PATH of the execution) {
+CAF_TEST(S7 an interpreter is looked up on the PATH of the execution) {
   auto s = make_session();
   auto made = s.execute("mkdir bin && "
                         "printf '#!/bin/sh\\necho mine\\ncat\\n' > bin/mylang "

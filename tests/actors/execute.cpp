@@ -22,7 +22,7 @@ const bool r4_node_env = ::setenv("SANDBOX_R4_NODE", "node", 1) == 0;
 
 CAF_TEST_FIXTURE_SCOPE(execute_tests, sandbox::test::node_fixture)
 
-CAF_TEST(§1 a command streams its chunks then exactly one result) {
+CAF_TEST(S1 a command streams its chunks then exactly one result) {
   auto s = make_session();
   std::string out;
   std::string err;
@@ -45,14 +45,14 @@ CAF_TEST(§1 a command streams its chunks then exactly one result) {
   CAF_CHECK_EQUAL(r->dropped_bytes, 0u);
 }
 
-CAF_TEST(§1 commands run with stdin closed) {
+CAF_TEST(S1 commands run with stdin closed) {
   auto s = make_session();
   auto r = s.execute("cat; echo done");
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "done\n");
 }
 
-CAF_TEST(§2 cwd defaults to the session directory and resolves relatives) {
+CAF_TEST(S2 cwd defaults to the session directory and resolves relatives) {
   auto s = make_session();
   auto wd = s.info()->working_directory;
   auto r = s.execute("pwd");
@@ -66,7 +66,7 @@ CAF_TEST(§2 cwd defaults to the session directory and resolves relatives) {
   CAF_CHECK_EQUAL(r->stdout_data, wd + "/sub/dir\n");
 }
 
-CAF_TEST(§2 a missing cwd is an error before anything is spawned) {
+CAF_TEST(S2 a missing cwd is an error before anything is spawned) {
   auto s = make_session();
   exec_options opts;
   opts.cwd = "no/such/dir";
@@ -79,7 +79,7 @@ CAF_TEST(§2 a missing cwd is an error before anything is spawned) {
   CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
-CAF_TEST(§3 a bad env name is invalid_argument naming the key) {
+CAF_TEST(S3 a bad env name is invalid_argument naming the key) {
   auto s = make_session();
   for (std::string bad :
        std::vector<std::string>{"1ABC", "A-B", "A B", "$(x)", "", "A=B",
@@ -100,7 +100,7 @@ CAF_TEST(§3 a bad env name is invalid_argument naming the key) {
   CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
-CAF_TEST(§3 env values are passed verbatim without interpolation) {
+CAF_TEST(S3 env values are passed verbatim without interpolation) {
   auto s = make_session();
   exec_options opts;
   opts.env["V"] = "$(echo injected) `id` 'q' \"d\" \n; $HOME";
@@ -109,7 +109,7 @@ CAF_TEST(§3 env values are passed verbatim without interpolation) {
   CAF_CHECK_EQUAL(r->stdout_data, opts.env["V"]);
 }
 
-CAF_TEST(§4 env precedence is node then HOME then session then call) {
+CAF_TEST(S4 env precedence is node then HOME then session then call) {
   // SANDBOX_R4_NODE is set before main (see `r4_node_env`). The runtime
   // snapshots the node env at creation: make a fresh node.
   CAF_REQUIRE(r4_node_env);
@@ -134,7 +134,7 @@ CAF_TEST(§4 env precedence is node then HOME then session then call) {
   s->stop();
 }
 
-CAF_TEST(§5 a timeout ends the group and keeps the partial output) {
+CAF_TEST(S5 a timeout ends the group and keeps the partial output) {
   auto s = make_session();
   auto r = sandbox::test::run_until_streamed(
     [&s](const exec_options& o, const sandbox::actors::chunk_callback& f) {
@@ -147,7 +147,7 @@ CAF_TEST(§5 a timeout ends the group and keeps the partial output) {
   CAF_CHECK_EQUAL(r->stdout_data, "before\n");
 }
 
-CAF_TEST(§5 a timeout ends a background grandchild and a setsid escaper) {
+CAF_TEST(S5 a timeout ends a background grandchild and a setsid escaper) {
   auto s = make_session();
   auto marker = this->marker(s);
   // "started" comes after both background jobs were forked.
@@ -163,7 +163,7 @@ CAF_TEST(§5 a timeout ends a background grandchild and a setsid escaper) {
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }
 
-CAF_TEST(§5 cancel ends the execution with exit code 130) {
+CAF_TEST(S5 cancel ends the execution with exit code 130) {
   auto s = make_session();
   auto marker = this->marker(s);
   exec_options opts;
@@ -189,7 +189,7 @@ CAF_TEST(§5 cancel ends the execution with exit code 130) {
   CAF_CHECK(!*s.cancel("job-1"));
 }
 
-CAF_TEST(§6 a child ended by a signal reports 128 plus signo) {
+CAF_TEST(S6 a child ended by a signal reports 128 plus signo) {
   auto s = make_session();
   auto r = s.execute("kill -9 $$");
   SANDBOX_REQUIRE_OK(r);
@@ -200,7 +200,7 @@ CAF_TEST(§6 a child ended by a signal reports 128 plus signo) {
   CAF_CHECK_EQUAL(r->exit_code, 143);
 }
 
-CAF_TEST(§8 a 4 byte UTF - 8 char across a pipe buffer boundary is unsplit) {
+CAF_TEST(S8 a 4 byte UTF - 8 char across a pipe buffer boundary is unsplit) {
   auto s = make_session();
   std::vector<std::string> chunks;
   auto r = s.execute_streaming(
@@ -219,7 +219,7 @@ CAF_TEST(§8 a 4 byte UTF - 8 char across a pipe buffer boundary is unsplit) {
   CAF_CHECK_EQUAL(all, std::string(65534, 'a') + "\xF0\x9F\x98\x80\n");
 }
 
-CAF_TEST(§8 binary output arrives byte exact) {
+CAF_TEST(S8 binary output arrives byte exact) {
   auto s = make_session();
   std::string all;
   auto r = s.execute_streaming(
@@ -232,7 +232,7 @@ CAF_TEST(§8 binary output arrives byte exact) {
   CAF_CHECK_EQUAL(r->stdout_data, all);
 }
 
-CAF_TEST(§9 retained output keeps head and tail and counts dropped bytes) {
+CAF_TEST(S9 retained output keeps head and tail and counts dropped bytes) {
   auto s = make_session();
   exec_options opts;
   opts.output_cap = 1000;

@@ -115,7 +115,7 @@ CAF_TEST(filesystem messages and handles are registered) {
   }
 }
 
-CAF_TEST(§11 a binary file round trips all 256 byte values) {
+CAF_TEST(S11 a binary file round trips all 256 byte values) {
   auto bytes = all_bytes();
   CAF_REQUIRE_EQUAL(code(files.write_file("bin/all", bytes)), "ok");
   CAF_CHECK_EQUAL(get_file(at("bin/all")), bytes);
@@ -140,7 +140,7 @@ CAF_TEST(§11 a binary file round trips all 256 byte values) {
   CAF_CHECK_EQUAL(files.read_file("bin/streamed").value(), bytes);
 }
 
-CAF_TEST(§11 relative paths resolve against the working directory) {
+CAF_TEST(S11 relative paths resolve against the working directory) {
   put_file(at("rel.txt"), "relative");
   CAF_CHECK_EQUAL(files.read_file("rel.txt").value(), "relative");
   CAF_CHECK_EQUAL(files.read_file("./x/../rel.txt").value(), "relative");
@@ -151,7 +151,7 @@ CAF_TEST(§11 relative paths resolve against the working directory) {
                   "invalid_argument");
 }
 
-CAF_TEST(§11 reads of missing and non - regular files fail with their codes) {
+CAF_TEST(S11 reads of missing and non - regular files fail with their codes) {
   CAF_CHECK_EQUAL(code(files.read_file("missing")), "path_not_found");
   CAF_CHECK_EQUAL(code(files.read_text("missing", 1, 2)), "path_not_found");
   CAF_CHECK_EQUAL(code(files.read_stream("missing", {})), "path_not_found");
@@ -173,7 +173,7 @@ CAF_TEST(§11 reads of missing and non - regular files fail with their codes) {
   ::close(fd);
 }
 
-CAF_TEST(§11 reading a FIFO with no writer fails at once) {
+CAF_TEST(S11 reading a FIFO with no writer fails at once) {
   CAF_REQUIRE_EQUAL(::mkfifo(at("fifo").c_str(), 0644), 0);
   // No writer will ever open the FIFO: a blocking open would hang the
   // worker, and this test with it.
@@ -188,7 +188,7 @@ CAF_TEST(§11 reading a FIFO with no writer fails at once) {
   CAF_CHECK_EQUAL(files.read_file("after").value(), "fine");
 }
 
-CAF_TEST(§11 read_text selects 1 - based inclusive lines) {
+CAF_TEST(S11 read_text selects 1 - based inclusive lines) {
   put_file(at("lines"), "one\ntwo\nthree\nfour");
   CAF_CHECK_EQUAL(files.read_text("lines", 1, 1).value(), "one\n");
   CAF_CHECK_EQUAL(files.read_text("lines", 2, 3).value(), "two\nthree\n");
@@ -199,7 +199,7 @@ CAF_TEST(§11 read_text selects 1 - based inclusive lines) {
   CAF_CHECK_EQUAL(code(files.read_text("lines", 3, 2)), "invalid_argument");
 }
 
-CAF_TEST(§12 every read stream is fresh and ends with one done) {
+CAF_TEST(S12 every read stream is fresh and ends with one done) {
   std::string content(100000, 'x');
   content += "end";
   put_file(at("s"), content);
@@ -230,7 +230,7 @@ CAF_TEST(§12 every read stream is fresh and ends with one done) {
   CAF_CHECK_EQUAL(chunks, 0u);
 }
 
-CAF_TEST(§12 a read stream waits for acks and can be cancelled) {
+CAF_TEST(S12 a read stream waits for acks and can be cancelled) {
   put_file(at("slow"), std::string(3 * 4096, 's'));
   caf::scoped_actor self{sys()};
   auto me = caf::actor_cast<caf::actor>(self);
@@ -275,7 +275,7 @@ CAF_TEST(§12 a read stream waits for acks and can be cancelled) {
   CAF_CHECK_EQUAL(seen, 2u);
 }
 
-CAF_TEST(§14 remove_file removes files and symlinks but not directories) {
+CAF_TEST(S14 remove_file removes files and symlinks but not directories) {
   put_file(at("gone"), "x");
   CAF_CHECK_EQUAL(code(files.remove_file("gone")), "ok");
   CAF_CHECK_EQUAL(::access(at("gone").c_str(), F_OK), -1);
@@ -288,7 +288,7 @@ CAF_TEST(§14 remove_file removes files and symlinks but not directories) {
   CAF_CHECK_EQUAL(code(files.remove_file("d")), "not_a_regular_file");
 }
 
-CAF_TEST(§15 list_files sorts by bytes and keeps entries without metadata) {
+CAF_TEST(S15 list_files sorts by bytes and keeps entries without metadata) {
   CAF_REQUIRE_EQUAL(::mkdir(at("l").c_str(), 0755), 0);
   put_file(at("l/b"), "12345");
   put_file(at("l/B"), "");
@@ -309,7 +309,7 @@ CAF_TEST(§15 list_files sorts by bytes and keeps entries without metadata) {
   CAF_CHECK_EQUAL(code(files.list_files("l/b")), "path_not_found");
 }
 
-CAF_TEST(§17 stat reports the path itself and a changing version) {
+CAF_TEST(S17 stat reports the path itself and a changing version) {
   put_file(at("st"), "abc");
   auto a = files.stat("st");
   CAF_REQUIRE_EQUAL(code(a), "ok");

@@ -139,7 +139,7 @@ struct cas_fixture : sandbox::test::files_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(filesystem_cas_tests, cas_fixture)
 
-CAF_TEST(§13 writers in separate sessions and nodes have one winner per round) {
+CAF_TEST(S13 writers in separate sessions and nodes have one winner per round) {
   for (int n : {2, 8, 32}) {
     CAF_MESSAGE(n << " writers, " << rounds << " rounds");
     CAF_CHECK_EQUAL(bad_rounds(n), 0);

@@ -27,7 +27,7 @@ std::vector<std::string> paths_of(const std::vector<fs::frame>& frames) {
 
 CAF_TEST_FIXTURE_SCOPE(filesystem_list_tests, sandbox::test::files_fixture)
 
-CAF_TEST(§16 frames come depth first with siblings sorted by bytes) {
+CAF_TEST(S16 frames come depth first with siblings sorted by bytes) {
   CAF_REQUIRE_EQUAL(::mkdir(at("t").c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::mkdir(at("t/b").c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::mkdir(at("t/b/d").c_str(), 0755), 0);
@@ -64,7 +64,7 @@ CAF_TEST(§16 frames come depth first with siblings sorted by bytes) {
   CAF_CHECK_EQUAL(paths_of(abs.frames), (std::vector<std::string>{"c", "d"}));
 }
 
-CAF_TEST(§16 max_depth 0 lists nothing and still ends with one done) {
+CAF_TEST(S16 max_depth 0 lists nothing and still ends with one done) {
   put_file(at("x"), "x");
   auto r = list_raw(sys(), files.handle(), ".", 0);
   CAF_CHECK(r.frames.empty());
@@ -73,7 +73,7 @@ CAF_TEST(§16 max_depth 0 lists nothing and still ends with one done) {
   CAF_CHECK_EQUAL(r.dones[0].count, 0u);
 }
 
-CAF_TEST(§16 a missing root ends with one done carrying the error) {
+CAF_TEST(S16 a missing root ends with one done carrying the error) {
   auto r = list_raw(sys(), files.handle(), "missing", 3);
   CAF_CHECK(r.frames.empty());
   CAF_REQUIRE_EQUAL(r.dones.size(), 1u);
@@ -90,7 +90,7 @@ CAF_TEST(§16 a missing root ends with one done carrying the error) {
   CAF_CHECK(facade.error->code == errc::path_not_found);
 }
 
-CAF_TEST(§16 permission denied ends with one done after the frames before) {
+CAF_TEST(S16 permission denied ends with one done after the frames before) {
   CAF_REQUIRE_EQUAL(::chmod(dir.path.c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::mkdir(at("p").c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::mkdir(at("p/a").c_str(), 0755), 0);
@@ -113,7 +113,7 @@ CAF_TEST(§16 permission denied ends with one done after the frames before) {
   });
 }
 
-CAF_TEST(§16 a cancelled listing ends with one done and sends no more) {
+CAF_TEST(S16 a cancelled listing ends with one done and sends no more) {
   CAF_REQUIRE_EQUAL(::mkdir(at("many").c_str(), 0755), 0);
   for (int i = 0; i < 1000; ++i)
     put_file(at(fmt::format("many/f{:04}", i)), "");
@@ -135,7 +135,7 @@ CAF_TEST(§16 a cancelled listing ends with one done and sends no more) {
   CAF_CHECK_EQUAL(files.list("many", 1, {}).count, 1000u);
 }
 
-CAF_TEST(§16 the worker reads no further until the sink acks) {
+CAF_TEST(S16 the worker reads no further until the sink acks) {
   CAF_REQUIRE_EQUAL(::mkdir(at("slow").c_str(), 0755), 0);
   for (int i = 0; i < 600; ++i)
     put_file(at(fmt::format("slow/f{:03}", i)), "");
@@ -178,7 +178,7 @@ CAF_TEST(§16 the worker reads no further until the sink acks) {
   CAF_CHECK_EQUAL(frames, 600u);
 }
 
-CAF_TEST(§16 a stop mid listing ends it with one done) {
+CAF_TEST(S16 a stop mid listing ends it with one done) {
   CAF_REQUIRE_EQUAL(::mkdir(at("stop").c_str(), 0755), 0);
   for (int i = 0; i < 600; ++i)
     put_file(at(fmt::format("stop/f{:03}", i)), "");
@@ -196,7 +196,7 @@ CAF_TEST(§16 a stop mid listing ends it with one done) {
   CAF_CHECK_EQUAL(done.count, actors::max_list_batch);
 }
 
-CAF_TEST(§16 symlink loops do not make the walk loop) {
+CAF_TEST(S16 symlink loops do not make the walk loop) {
   CAF_REQUIRE_EQUAL(::mkdir(at("loops").c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::mkdir(at("loops/sub").c_str(), 0755), 0);
   CAF_REQUIRE_EQUAL(::symlink(".", at("loops/self").c_str()), 0);
@@ -217,7 +217,7 @@ CAF_TEST(§16 symlink loops do not make the walk loop) {
   CAF_CHECK(root.dones[0].error);
 }
 
-CAF_TEST(§16 a 200000 entry tree lists in bounded memory) {
+CAF_TEST(S16 a 200000 entry tree lists in bounded memory) {
   // 100 directories of 2000 names each, all but one per directory hard
   // links (ext4 allows 65000 per inode): fast to create, and each
   // directory is small next to the tree.

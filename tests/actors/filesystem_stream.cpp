@@ -26,7 +26,7 @@ void stamp(std::string& chunk, uint64_t index) {
 
 CAF_TEST_FIXTURE_SCOPE(filesystem_stream_tests, sandbox::test::files_fixture)
 
-CAF_TEST(§12 §13 a 2 GiB file streams in and out in bounded memory) {
+CAF_TEST(S12 S13 a 2 GiB file streams in and out in bounded memory) {
   constexpr uint64_t chunks = 2048;
   constexpr uint64_t total = chunks * mib;
   // One pattern buffer, stamped per chunk: nothing of size `total` is ever
@@ -85,7 +85,7 @@ CAF_TEST(§12 §13 a 2 GiB file streams in and out in bounded memory) {
   CAF_CHECK(files.remove_file("huge.bin").has_value());
 }
 
-CAF_TEST(§13 a reader racing a writer sees the old or the new content) {
+CAF_TEST(S13 a reader racing a writer sees the old or the new content) {
   // The writer and the reader use two sessions in one directory, so two
   // workers on two threads really race. Every streamed write takes several
   // chunks (several messages), so a torn file would be visible if the

@@ -14,7 +14,7 @@ namespace actors = sandbox::actors;
 
 CAF_TEST_FIXTURE_SCOPE(filesystem_write_tests, sandbox::test::files_fixture)
 
-CAF_TEST(§13 write creates parents and replaces atomically) {
+CAF_TEST(S13 write creates parents and replaces atomically) {
   CAF_REQUIRE_EQUAL(code(files.write_file("p/q/r.txt", "first")), "ok");
   CAF_CHECK_EQUAL(get_file(at("p/q/r.txt")), "first");
   auto before = files.stat("p/q/r.txt").value();
@@ -29,7 +29,7 @@ CAF_TEST(§13 write creates parents and replaces atomically) {
                   "path_not_found");
 }
 
-CAF_TEST(§13 a streamed write is invisible until commit) {
+CAF_TEST(S13 a streamed write is invisible until commit) {
   put_file(at("doc"), "old");
   auto w = files.open_write("doc");
   CAF_REQUIRE_EQUAL(code(w), "ok");
@@ -46,7 +46,7 @@ CAF_TEST(§13 a streamed write is invisible until commit) {
   CAF_CHECK_EQUAL(code(w->commit()), "invalid_argument");
 }
 
-CAF_TEST(§13 abort and a dropped writer leave the old file) {
+CAF_TEST(S13 abort and a dropped writer leave the old file) {
   put_file(at("keep"), "old");
   {
     auto w = files.open_write("keep");
@@ -66,7 +66,7 @@ CAF_TEST(§13 abort and a dropped writer leave the old file) {
   CAF_CHECK_EQUAL(code(files.abort_write(12345)), "ok");
 }
 
-CAF_TEST(§13 a write whose opener terminates is aborted) {
+CAF_TEST(S13 a write whose opener terminates is aborted) {
   put_file(at("orphan"), "old");
   auto worker = files.handle();
   uint64_t id = 0;
@@ -98,7 +98,7 @@ CAF_TEST(§13 a write whose opener terminates is aborted) {
   CAF_CHECK_EQUAL(open_temp_files_in(wd), 0u);
 }
 
-CAF_TEST(§13 a stale if_version is a conflict and leaves the file) {
+CAF_TEST(S13 a stale if_version is a conflict and leaves the file) {
   put_file(at("cas"), "v1");
   auto v1 = files.stat("cas").value().version;
   CAF_REQUIRE_EQUAL(code(files.write_file("cas", "v2", v1)), "ok");

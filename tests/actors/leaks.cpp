@@ -23,7 +23,7 @@ CAF_TEST(1000 sequential executions leave the fd count unchanged) {
   CAF_CHECK_EQUAL(sandbox::test::zombie_children(), 0u);
 }
 
-CAF_TEST(§9 a 1 GiB output streams through with bounded memory) {
+CAF_TEST(S9 a 1 GiB output streams through with bounded memory) {
   auto s = make_session();
   SANDBOX_REQUIRE_OK(s.execute("true"));
   auto before = resident_bytes();

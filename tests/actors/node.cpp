@@ -82,7 +82,7 @@ struct node_tests_fixture {
 
 CAF_TEST_FIXTURE_SCOPE(node_tests, node_tests_fixture)
 
-CAF_TEST(§18 create resolves and creates both directories) {
+CAF_TEST(S18 create resolves and creates both directories) {
   embedded_node node{rcfg(), ncfg()};
   ::chdir(dir.path.c_str());
   session_config cfg;
@@ -103,7 +103,7 @@ CAF_TEST(§18 create resolves and creates both directories) {
   ::chdir("/");
 }
 
-CAF_TEST(§18 home defaults to a private home under TMPDIR) {
+CAF_TEST(S18 home defaults to a private home under TMPDIR) {
   // The runtime reads TMPDIR once, as it is made: no node thread runs yet.
   ::setenv("TMPDIR", dir.path.c_str(), 1);
   embedded_node node{rcfg(), ncfg()};
@@ -120,7 +120,7 @@ CAF_TEST(§18 home defaults to a private home under TMPDIR) {
   CAF_CHECK_EQUAL(info->working_directory, dir.path + "/sessions/" + info->id);
 }
 
-CAF_TEST(§18 1000 sessions created concurrently get distinct ports) {
+CAF_TEST(S18 1000 sessions created concurrently get distinct ports) {
   embedded_node node{rcfg(), ncfg()};
   caf::scoped_actor self{node.system()};
   for (int i = 0; i < 1000; ++i)
@@ -149,7 +149,7 @@ CAF_TEST(§18 1000 sessions created concurrently get distinct ports) {
   CAF_CHECK_EQUAL(after->size(), 0u);
 }
 
-CAF_TEST(§18 a port held by an outside process is never leased) {
+CAF_TEST(S18 a port held by an outside process is never leased) {
   port_holder held;
   CAF_REQUIRE(held.fd >= 0);
   // The held port is the only one in the range: nothing can be leased.
@@ -168,7 +168,7 @@ CAF_TEST(§18 a port held by an outside process is never leased) {
   CAF_CHECK_EQUAL(port, held.port);
 }
 
-CAF_TEST(§22 ports come back after stop) {
+CAF_TEST(S22 ports come back after stop) {
   auto only = free_port();
   embedded_node node{rcfg(), ncfg(only, only)};
   auto a = blocking_session::create(node, scfg());
@@ -182,7 +182,7 @@ CAF_TEST(§22 ports come back after stop) {
   CAF_CHECK_EQUAL(again, port);
 }
 
-CAF_TEST(§19 the endpoint of a leased port serves what the session runs) {
+CAF_TEST(S19 the endpoint of a leased port serves what the session runs) {
   embedded_node node{rcfg(), ncfg()};
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
@@ -199,7 +199,7 @@ CAF_TEST(§19 the endpoint of a leased port serves what the session runs) {
   CAF_CHECK_EQUAL(r->stdout_data, "bound\n");
 }
 
-CAF_TEST(§20 the restricted view shares the session process tracking) {
+CAF_TEST(S20 the restricted view shares the session process tracking) {
   embedded_node node{rcfg(), ncfg()};
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
@@ -219,7 +219,7 @@ CAF_TEST(§20 the restricted view shares the session process tracking) {
   CAF_CHECK_EQUAL(test::processes_with(marker), 0u);
 }
 
-CAF_TEST(§21 a failing on_first_create leaves no session process or lease) {
+CAF_TEST(S21 a failing on_first_create leaves no session process or lease) {
   std::string marker;
   auto only = free_port();
   auto cfg = ncfg(only, only);
@@ -256,7 +256,7 @@ CAF_TEST(§21 a failing on_first_create leaves no session process or lease) {
   CAF_CHECK_EQUAL(again.error().message, "hook refused");
 }
 
-CAF_TEST(§21 a passing on_first_create runs with the restricted view) {
+CAF_TEST(S21 a passing on_first_create runs with the restricted view) {
   auto only = free_port();
   auto cfg = ncfg(only, only);
   cfg.on_first_create = [](caf::actor_system& sys,
@@ -278,7 +278,7 @@ CAF_TEST(§21 a passing on_first_create runs with the restricted view) {
   CAF_CHECK_EQUAL(r->stdout_data, "ready\n");
 }
 
-CAF_TEST(§21 resume is unsupported) {
+CAF_TEST(S21 resume is unsupported) {
   embedded_node node{rcfg(), ncfg()};
   caf::scoped_actor self{node.system()};
   self->request(node.node(), caf::infinite, resume_atom_v, std::string{"x"})
@@ -288,7 +288,7 @@ CAF_TEST(§21 resume is unsupported) {
              });
 }
 
-CAF_TEST(§22 stopping an unknown or stopped session is session_not_found) {
+CAF_TEST(S22 stopping an unknown or stopped session is session_not_found) {
   embedded_node node{rcfg(), ncfg()};
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);

@@ -58,7 +58,7 @@ CAF_TEST(exec options survive serialization) {
   CAF_CHECK_EQUAL(d.output_cap, 4096u);
 }
 
-CAF_TEST(§1 exec results survive serialization with their exit reason) {
+CAF_TEST(S1 exec results survive serialization with their exit reason) {
   exec_result r;
   r.exit_code = 124;
   r.reason = exit_reason::timeout;
@@ -77,7 +77,7 @@ CAF_TEST(§1 exec results survive serialization with their exit reason) {
   CAF_CHECK_EQUAL(d.dropped_bytes, 99u);
 }
 
-CAF_TEST(§22 stop receipts survive serialization) {
+CAF_TEST(S22 stop receipts survive serialization) {
   stop_receipt s{5, 2, 0, sandbox::containment_mode::cgroup};
   auto d = round_trip(s);
   CAF_CHECK_EQUAL(d.ended, 5u);

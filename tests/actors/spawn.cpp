@@ -10,7 +10,7 @@ using sandbox::exit_reason;
 
 CAF_TEST_FIXTURE_SCOPE(spawn_tests, sandbox::test::node_fixture)
 
-CAF_TEST(§10 a spawned process takes stdin and reports its exit) {
+CAF_TEST(S10 a spawned process takes stdin and reports its exit) {
   auto s = make_session();
   auto p = s.spawn(std::string{sandbox::test::test_child()} + " echo");
   SANDBOX_REQUIRE_OK(p);
@@ -29,7 +29,7 @@ CAF_TEST(§10 a spawned process takes stdin and reports its exit) {
   CAF_CHECK_EQUAL(again->stdout_data, r->stdout_data);
 }
 
-CAF_TEST(§10 kill 9 of a spawned process reports 137) {
+CAF_TEST(S10 kill 9 of a spawned process reports 137) {
   auto s = make_session();
   auto p = s.spawn("sleep 30");
   SANDBOX_REQUIRE_OK(p);
@@ -40,7 +40,7 @@ CAF_TEST(§10 kill 9 of a spawned process reports 137) {
   CAF_CHECK(r->reason == exit_reason::signalled);
 }
 
-CAF_TEST(§10 kill defaults to SIGTERM) {
+CAF_TEST(S10 kill defaults to SIGTERM) {
   auto s = make_session();
   auto p = s.spawn("sleep 30");
   SANDBOX_REQUIRE_OK(p);
@@ -50,7 +50,7 @@ CAF_TEST(§10 kill defaults to SIGTERM) {
   CAF_CHECK_EQUAL(r->exit_code, 143);
 }
 
-CAF_TEST(§10 a bad signal number is invalid_argument) {
+CAF_TEST(S10 a bad signal number is invalid_argument) {
   auto s = make_session();
   auto p = s.spawn("sleep 30");
   SANDBOX_REQUIRE_OK(p);
@@ -61,7 +61,7 @@ CAF_TEST(§10 a bad signal number is invalid_argument) {
   s.stop();
 }
 
-CAF_TEST(§10 writing to an exited process fails cleanly) {
+CAF_TEST(S10 writing to an exited process fails cleanly) {
   auto s = make_session();
   auto p = s.spawn("exit 0");
   SANDBOX_REQUIRE_OK(p);

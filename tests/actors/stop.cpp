@@ -11,7 +11,7 @@ using sandbox::exit_reason;
 
 CAF_TEST_FIXTURE_SCOPE(stop_tests, sandbox::test::node_fixture)
 
-CAF_TEST(§22 stop ends background grandchildren and setsid escapers) {
+CAF_TEST(S22 stop ends background grandchildren and setsid escapers) {
   auto s = make_session();
   auto marker = this->marker(s);
   CAF_REQUIRE(s.execute("sleep 30 & setsid sleep 31 & "
@@ -31,7 +31,7 @@ CAF_TEST(§22 stop ends background grandchildren and setsid escapers) {
   CAF_CHECK(waited->reason == exit_reason::stopped);
 }
 
-CAF_TEST(§22 executions in flight end with exit reason stopped) {
+CAF_TEST(S22 executions in flight end with exit reason stopped) {
   auto s = make_session();
   std::optional<sandbox::result<sandbox::exec_result>> r;
   auto other = sandbox::actors::blocking_session{node.system(), s.handle()};
@@ -45,7 +45,7 @@ CAF_TEST(§22 executions in flight end with exit reason stopped) {
   CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
 }
 
-CAF_TEST(§22 children that ignore SIGTERM are killed after the grace) {
+CAF_TEST(S22 children that ignore SIGTERM are killed after the grace) {
   auto s = make_session();
   auto other = sandbox::actors::blocking_session{node.system(), s.handle()};
   // The child prints "ready" once SIGTERM is ignored; the stop is sent from
@@ -69,7 +69,7 @@ CAF_TEST(§22 children that ignore SIGTERM are killed after the grace) {
   CAF_CHECK((*receipt)->killed >= 1u);
 }
 
-CAF_TEST(§22 stop is idempotent and later operations fail) {
+CAF_TEST(S22 stop is idempotent and later operations fail) {
   auto s = make_session();
   auto first = s.stop();
   auto second = s.stop();
@@ -89,7 +89,7 @@ CAF_TEST(§22 stop is idempotent and later operations fail) {
   CAF_CHECK(info->stopped);
 }
 
-CAF_TEST(§22 stop leaves no zombie behind) {
+CAF_TEST(S22 stop leaves no zombie behind) {
   auto s = make_session();
   CAF_REQUIRE(s.execute("sleep 30 & setsid sleep 30 & true").has_value());
   CAF_REQUIRE(s.stop().has_value());

@@ -7,7 +7,7 @@
 using sandbox::test::json_lines;
 using sandbox::test::sandbox_cli;
 
-CAF_TEST(§18 session create prints id directories and endpoint) {
+CAF_TEST(S18 session create prints id directories and endpoint) {
   sandbox::test::temp_dir dir;
   auto r = sandbox_cli("session create --json --workdir '" + dir.at("wd")
                        + "' --home '" + dir.at("home") + "'");
@@ -75,14 +75,14 @@ CAF_TEST(D1 session create defaults to the current directory) {
             != std::string::npos);
 }
 
-CAF_TEST(§18 session create rejects a bad env name) {
+CAF_TEST(S18 session create rejects a bad env name) {
   auto r = sandbox_cli("session create --env 9X=1", true);
   CAF_CHECK_EQUAL(r.status, 2);
   CAF_CHECK_EQUAL(r.out, "sandbox: --env: invalid environment variable "
                          "name: \"9X\" (expected [A-Za-z_][A-Za-z0-9_]*)\n");
 }
 
-CAF_TEST(§22 session stop of an unknown id exits 1) {
+CAF_TEST(S22 session stop of an unknown id exits 1) {
   auto r = sandbox_cli("session stop 00000000-0000-4000-8000-000000000000",
                        true);
   CAF_CHECK_EQUAL(r.status, 1);

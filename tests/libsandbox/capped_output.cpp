@@ -25,7 +25,7 @@ std::string pattern(uint64_t first, size_t n) {
 
 } // namespace
 
-CAF_TEST(§9 output under the cap is kept exactly) {
+CAF_TEST(S9 output under the cap is kept exactly) {
   capped_output out{100};
   out.append("hello ");
   out.append("");
@@ -36,7 +36,7 @@ CAF_TEST(§9 output under the cap is kept exactly) {
   CAF_CHECK_EQUAL(out.take(), std::string("hello wor\0ld", 12));
 }
 
-CAF_TEST(§9 output of exactly the cap is kept exactly) {
+CAF_TEST(S9 output of exactly the cap is kept exactly) {
   for (uint64_t cap : {1u, 2u, 7u, 64u}) {
     capped_output out{cap};
     auto data = pattern(0, cap);
@@ -47,7 +47,7 @@ CAF_TEST(§9 output of exactly the cap is kept exactly) {
   }
 }
 
-CAF_TEST(§9 output over the cap keeps head and tail and counts the rest) {
+CAF_TEST(S9 output over the cap keeps head and tail and counts the rest) {
   capped_output out{10};
   out.append("0123456789abcdefghij");
   CAF_CHECK(out.truncated());
@@ -61,13 +61,13 @@ CAF_TEST(§9 output over the cap keeps head and tail and counts the rest) {
   CAF_CHECK_EQUAL(out.retained_capacity(), 0u);
 }
 
-CAF_TEST(§9 an odd cap gives the extra byte to the tail) {
+CAF_TEST(S9 an odd cap gives the extra byte to the tail) {
   capped_output out{5};
   out.append("abcdefgh");
   CAF_CHECK_EQUAL(out.take(), "ab\n[sandbox: 3 bytes dropped]\nfgh");
 }
 
-CAF_TEST(§9 head and tail are exact for any way of cutting the stream) {
+CAF_TEST(S9 head and tail are exact for any way of cutting the stream) {
   std::mt19937 rng{9};
   for (int round = 0; round < 200; ++round) {
     auto cap = std::uniform_int_distribution<uint64_t>{0, 64}(rng);
@@ -98,7 +98,7 @@ CAF_TEST(§9 head and tail are exact for any way of cutting the stream) {
   }
 }
 
-CAF_TEST(§9 a cap of zero keeps nothing but the marker) {
+CAF_TEST(S9 a cap of zero keeps nothing but the marker) {
   capped_output out{0};
   CAF_CHECK_EQUAL(out.take(), "");
   out.append("abc");
@@ -109,7 +109,7 @@ CAF_TEST(§9 a cap of zero keeps nothing but the marker) {
   CAF_CHECK_EQUAL(out.take(), "\n[sandbox: 5 bytes dropped]\n");
 }
 
-CAF_TEST(§9 reset forgets the stream) {
+CAF_TEST(S9 reset forgets the stream) {
   capped_output out{4};
   out.append("abcdefgh");
   out.reset();
@@ -119,7 +119,7 @@ CAF_TEST(§9 reset forgets the stream) {
   CAF_CHECK_EQUAL(out.take(), "xy");
 }
 
-CAF_TEST(§9 memory stays bounded over a gibibyte of output) {
+CAF_TEST(S9 memory stays bounded over a gibibyte of output) {
   // 16384 pieces of 64 KiB: 1 GiB through the default 16 MiB cap.
   constexpr size_t piece_size = 64 * 1024;
   constexpr uint64_t pieces = 16384;
@@ -147,7 +147,7 @@ CAF_TEST(§9 memory stays bounded over a gibibyte of output) {
   CAF_CHECK_EQUAL(kept.compare(last_start, 5, std::to_string(pieces - 1)), 0);
 }
 
-CAF_TEST(§9 the last error line of a long stream is in the tail) {
+CAF_TEST(S9 the last error line of a long stream is in the tail) {
   capped_output out{4096};
   out.append("build started\n");
   for (int i = 0; i < 100000; ++i)

@@ -90,13 +90,13 @@ void check_every_split(std::string_view prefix, std::string_view ch,
 
 } // namespace
 
-CAF_TEST(§8 a 4 - byte character split anywhere arrives whole) {
+CAF_TEST(S8 a 4 - byte character split anywhere arrives whole) {
   check_every_split("", "\xF0\x9F\x98\x80", "");
   check_every_split("ab", "\xF0\x9F\x98\x80", "cd");
   check_every_split("\xC3\xA9", "\xF4\x8F\xBF\xBF", "\xC3\xA9");
 }
 
-CAF_TEST(§8 2 - and3 - byte characters split anywhere arrive whole) {
+CAF_TEST(S8 2 - and3 - byte characters split anywhere arrive whole) {
   check_every_split("x", "\xC3\xA9", "y");
   check_every_split("", "\xC2\x80", "");
   check_every_split("x", "\xE2\x82\xAC", "y");
@@ -105,7 +105,7 @@ CAF_TEST(§8 2 - and3 - byte characters split anywhere arrive whole) {
   check_every_split("", "\xEF\xBF\xBF", "");
 }
 
-CAF_TEST(§8 a character fed one byte at a time arrives in one output) {
+CAF_TEST(S8 a character fed one byte at a time arrives in one output) {
   utf8_splitter splitter;
   CAF_CHECK_EQUAL(splitter.feed("\xF0"), "");
   CAF_CHECK_EQUAL(splitter.held(), 1u);
@@ -117,7 +117,7 @@ CAF_TEST(§8 a character fed one byte at a time arrives in one output) {
   CAF_CHECK_EQUAL(splitter.flush(), "");
 }
 
-CAF_TEST(§8 an incomplete character at the end of the stream is flushed) {
+CAF_TEST(S8 an incomplete character at the end of the stream is flushed) {
   utf8_splitter splitter;
   CAF_CHECK_EQUAL(splitter.feed("abc\xE2\x82"), "abc");
   CAF_CHECK_EQUAL(splitter.flush(), "\xE2\x82");
@@ -125,7 +125,7 @@ CAF_TEST(§8 an incomplete character at the end of the stream is flushed) {
   CAF_CHECK_EQUAL(splitter.flush(), "");
 }
 
-CAF_TEST(§8 a held prefix that is not continued passes through) {
+CAF_TEST(S8 a held prefix that is not continued passes through) {
   utf8_splitter splitter;
   CAF_CHECK_EQUAL(splitter.feed("\xE2\x82"), "");
   CAF_CHECK_EQUAL(splitter.feed("A"), "\xE2\x82"
@@ -133,7 +133,7 @@ CAF_TEST(§8 a held prefix that is not continued passes through) {
   CAF_CHECK(splitter.empty());
 }
 
-CAF_TEST(§8 invalid bytes are never held) {
+CAF_TEST(S8 invalid bytes are never held) {
   // Bytes that can never start a valid sequence.
   for (auto bad :
        {"\xFF"sv, "\xFE"sv, "\xC0"sv, "\xC1"sv, "\xF5"sv, "\xF8"sv, "\x80"sv,
@@ -156,7 +156,7 @@ CAF_TEST(§8 invalid bytes are never held) {
   CAF_CHECK_EQUAL(splitter.feed("abc"), "abc");
 }
 
-CAF_TEST(§8 complete sequences at the end are not held) {
+CAF_TEST(S8 complete sequences at the end are not held) {
   for (auto ok : {"a"sv, "\xC3\xA9"sv, "\xE2\x82\xAC"sv, "\xF0\x9F\x98\x80"sv,
                   "\xF0\x9F\x98\x80\xC3\xA9"sv}) {
     utf8_splitter splitter;
@@ -165,7 +165,7 @@ CAF_TEST(§8 complete sequences at the end are not held) {
   }
 }
 
-CAF_TEST(§8 feed_into appends after what the buffer held) {
+CAF_TEST(S8 feed_into appends after what the buffer held) {
   utf8_splitter splitter;
   std::string out = "keep:";
   splitter.feed_into("x\xF0\x9F", out);
@@ -177,7 +177,7 @@ CAF_TEST(§8 feed_into appends after what the buffer held) {
   CAF_CHECK_EQUAL(out, "keep:x\xF0\x9F\x98\x80y\xC3");
 }
 
-CAF_TEST(§8 random binary round - trips byte - exact under random splits) {
+CAF_TEST(S8 random binary round - trips byte - exact under random splits) {
   std::mt19937 rng{20240601};
   for (int round = 0; round < 300; ++round) {
     // Mix plain bytes with bytes that look like UTF-8 leads.
@@ -197,7 +197,7 @@ CAF_TEST(§8 random binary round - trips byte - exact under random splits) {
   }
 }
 
-CAF_TEST(§8 valid UTF - 8 under random splits yields only valid chunks) {
+CAF_TEST(S8 valid UTF - 8 under random splits yields only valid chunks) {
   // Characters of every length, including the edges of each range.
   const std::vector<std::string> chars{"a",
                                        "\x7F",
@@ -239,7 +239,7 @@ CAF_TEST(§8 valid UTF - 8 under random splits yields only valid chunks) {
   }
 }
 
-CAF_TEST(§8 the incomplete tail is measured strictly) {
+CAF_TEST(S8 the incomplete tail is measured strictly) {
   using sandbox::utf8_incomplete_tail;
   CAF_CHECK_EQUAL(utf8_incomplete_tail(""), 0u);
   CAF_CHECK_EQUAL(utf8_incomplete_tail("abc"), 0u);
@@ -252,7 +252,7 @@ CAF_TEST(§8 the incomplete tail is measured strictly) {
   CAF_CHECK_EQUAL(utf8_incomplete_tail("\xF4\x90"), 0u);
 }
 
-CAF_TEST(§8 no chunk of a mixed stream ends inside a valid sequence) {
+CAF_TEST(S8 no chunk of a mixed stream ends inside a valid sequence) {
   // Bytes drawn mostly from lead and continuation ranges so that valid and
   // broken sequences alternate densely.
   std::mt19937 rng{42};
