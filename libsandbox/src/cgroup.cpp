@@ -16,30 +16,12 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/process_tree.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox {
 
 namespace {
-
-bool read_file(const std::string& path, std::string& out) {
-  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (!fd)
-    return false;
-  out.clear();
-  char buf[4096];
-  for (;;) {
-    auto n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    if (n == 0)
-      return true;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
 
 /// mountinfo escapes blanks and backslashes as `\ooo`.
 std::string unescape_octal(std::string_view s) {
@@ -81,7 +63,7 @@ error unsupported(std::string why) {
 /// process is gone.
 unsigned long long start_time_of(const std::string& stat_path) {
   std::string text;
-  if (!read_file(stat_path, text))
+  if (!read_small_file(stat_path, text))
     return 0;
   auto close = text.rfind(')');
   if (close == std::string::npos)
@@ -125,7 +107,7 @@ std::vector<std::string> children_of(const std::string& dir) {
 void collect_members(const std::string& dir, std::vector<pid_t>& out,
                      int depth) {
   std::string text;
-  if (read_file(dir + "/cgroup.procs", text)) {
+  if (read_small_file(dir + "/cgroup.procs", text)) {
     for (auto line : split(text, '\n'))
       if (!line.empty())
         out.push_back(static_cast<pid_t>(std::atoi(std::string{line}.c_str())));
@@ -204,10 +186,10 @@ result<std::string> find_own_cgroup(std::string_view mountinfo,
 result<std::string> find_own_cgroup() {
   std::string mountinfo;
   std::string cgroup;
-  if (!read_file("/proc/self/mountinfo", mountinfo))
+  if (!read_small_file("/proc/self/mountinfo", mountinfo))
     return unsupported(fmt::format("cannot read /proc/self/mountinfo: {}",
                                    std::strerror(errno)));
-  if (!read_file("/proc/self/cgroup", cgroup))
+  if (!read_small_file("/proc/self/cgroup", cgroup))
     return unsupported(fmt::format("cannot read /proc/self/cgroup: {}",
                                    std::strerror(errno)));
   return find_own_cgroup(mountinfo, cgroup);
@@ -222,7 +204,7 @@ std::vector<pid_t> cgroup_members(const std::string& dir) {
 result<bool> cgroup_populated(const std::string& dir) {
   std::string text;
   auto path = dir + "/cgroup.events";
-  if (!read_file(path, text))
+  if (!read_small_file(path, text))
     return make_errno_error(errno, path);
   for (auto line : split(text, '\n'))
     if (line.substr(0, 10) == "populated ")

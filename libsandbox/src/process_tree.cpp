@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -15,22 +16,6 @@
 namespace sandbox {
 
 namespace {
-
-bool read_small_file(const char* path, std::string& out) {
-  unique_fd fd{::open(path, O_RDONLY | O_CLOEXEC)};
-  if (!fd)
-    return false;
-  out.clear();
-  char buf[4096];
-  for (;;) {
-    auto n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0)
-      return false;
-    if (n == 0)
-      return true;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
 
 // /proc/PID/stat: "pid (comm) state ppid pgrp ..." where comm may contain
 // spaces and parentheses, so parse from the last ')'.
@@ -47,6 +32,25 @@ bool parse_stat(const std::string& text, proc_entry& e) {
 }
 
 } // namespace
+
+bool read_small_file(const std::string& path, std::string& out) {
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd)
+    return false;
+  out.clear();
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    if (n == 0)
+      return true;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
 
 std::vector<proc_entry> proc_snapshot() {
   std::vector<proc_entry> result;

@@ -125,7 +125,7 @@ CAF_TEST(node addresses parse with ports and IPv6 brackets) {
   CAF_CHECK(!is_loopback("192.168.1.4"));
 }
 
-CAF_TEST(a host application's accepted sockets keep the kernel's numbers) {
+CAF_TEST(sockets a host application accepts keep the kernel numbers) {
   served_node served;
   // A listening socket of the host's own, next to a published node.
   int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -22,6 +22,11 @@ struct proc_entry {
   }
 };
 
+/// Reads the whole of a small file such as one under /proc or a cgroup's
+/// (`cgroup.events`) into `out`; false when it cannot be opened or read
+/// (errno says why).
+bool read_small_file(const std::string& path, std::string& out);
+
 /// Reads every process of the system from /proc. Processes that vanish
 /// while being read are skipped.
 std::vector<proc_entry> proc_snapshot();
