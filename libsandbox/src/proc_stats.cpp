@@ -48,8 +48,9 @@ size_t thread_count() {
   return status_field("Threads");
 }
 
-size_t open_fd_count() {
-  DIR* d = ::opendir("/proc/self/fd");
+size_t open_fd_count(pid_t pid) {
+  auto path = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = ::opendir(path.c_str());
   if (d == nullptr)
     return 0;
   size_t n = 0;
@@ -57,8 +58,13 @@ size_t open_fd_count() {
     if (e->d_name[0] != '.')
       ++n;
   ::closedir(d);
+  return n;
+}
+
+size_t open_fd_count() {
   // The directory stream itself holds one of the descriptors it listed.
-  return n - 1;
+  auto n = open_fd_count(::getpid());
+  return n > 0 ? n - 1 : 0;
 }
 
 } // namespace sandbox

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fixture.hpp"
+#include "sandbox/proc_stats.hpp"
 #include "helpers/serve_process.hpp"
 #include "sandbox/actors/remote.hpp"
 
@@ -37,16 +38,7 @@ constexpr size_t clients = 40;
 
 /// Open descriptors of process `pid`.
 size_t fds_of(pid_t pid) {
-  auto path = "/proc/" + std::to_string(pid) + "/fd";
-  DIR* d = ::opendir(path.c_str());
-  if (d == nullptr)
-    return 0;
-  size_t n = 0;
-  while (auto* e = ::readdir(d))
-    if (e->d_name[0] != '.')
-      ++n;
-  ::closedir(d);
-  return n;
+  return sandbox::open_fd_count(pid);
 }
 
 /// Waits until `cond` holds or `limit` passed; returns whether it held.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 
 namespace sandbox {
@@ -23,5 +25,10 @@ size_t thread_count();
 /// /proc/self/fd; the descriptor used for listing that directory is not
 /// counted. Returns 0 when the directory cannot be opened.
 size_t open_fd_count();
+
+/// Returns the number of file descriptors open in process `pid`, counted in
+/// /proc/<pid>/fd (for this process, the listing's own descriptor is
+/// counted). Returns 0 when the directory cannot be opened.
+size_t open_fd_count(pid_t pid);
 
 } // namespace sandbox
