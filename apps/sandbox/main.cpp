@@ -153,6 +153,20 @@ check_words(CLI::App& app, const std::vector<std::string>& words, bool json) {
   return std::nullopt;
 }
 
+/// The first option of `app` or its subcommands given `--` as its value
+/// (`--session -- run ...`): that `--` was meant to end the options, so the
+/// value is missing. Empty when there is none.
+std::string option_given_dashes(const CLI::App& app) {
+  for (const auto* opt : app.get_options())
+    for (auto& r : opt->nonpositional() ? opt->results() : CLI::results_t{})
+      if (r == "--")
+        return opt->get_name();
+  for (const auto* sub : app.get_subcommands({}))
+    if (auto name = option_given_dashes(*sub); !name.empty())
+      return name;
+  return {};
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -245,6 +259,12 @@ int main(int argc, char** argv) {
                               target == &app ? "" : " " + target->get_name());
       parsed = usage_error(json, prefix + one_line(message));
     }
+    if (!parsed)
+      if (auto name = option_given_dashes(app); !name.empty())
+        // Reported as the words before `--` asked (`--json` after it is not
+        // an option).
+        parsed = usage_error(json, fmt::format("{} expects a value, got --",
+                                               name));
     if (parsed) {
       status = *parsed;
     } else if (!contains(log_levels, g.log_level)) {

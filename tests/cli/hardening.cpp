@@ -308,6 +308,11 @@ CAF_TEST(bad option values are usage errors naming the option) {
     {{"run"}, "command"},
     {{}, "subcommand"},
     {{"run", "--bogus", "--", touch}, "--bogus"},
+    // `--` where a value belongs: the value is missing (the words after it
+    // are not options, so `--json` there does not switch to JSON).
+    {{"run", "--session", "--", touch}, "--session expects a value"},
+    {{"run", "--cwd", "--", touch}, "--cwd expects a value"},
+    {{"--session", "--", "read", "--json", "f"}, "--session expects a value"},
   };
   for (auto& [a, needle] : cases) {
     auto text = cli(a);
