@@ -79,7 +79,7 @@ struct cgroup_fixture {
   std::unique_ptr<mode_fixture> m;
   /// Descriptors once the node is up and has run one session (its lazily
   /// made parts exist then): what every test must come back to.
-  size_t fds_before = 0;
+  sandbox::test::fd_census fds_before;
 
   cgroup_fixture() {
     auto probe = sandbox::cgroup_tree::create();

@@ -23,18 +23,32 @@
 
 namespace sandbox::test {
 
-/// Counts the descriptors of this process that an execution could leak:
-/// every open descriptor except reads of /proc. The subreaper (after each
+/// The descriptors of this process that an execution could leak: every
+/// open descriptor except reads of /proc. The subreaper (after each
 /// SIGCHLD) and the stop sweep open /proc entries on reactor threads at any
 /// moment and close them before they return, so those are left out; the
 /// descriptors of an execution (its pipes, its pidfd) are all closed before
 /// its result is delivered. The count is therefore exact right after a
-/// reply: no sampling, no waiting.
-inline size_t plumbing_fds() {
+/// reply: no sampling, no waiting. Compared by count; printed with what
+/// each descriptor is, so that a failed check names the leaked ones.
+struct fd_census {
+  size_t count = 0;
+  std::string targets;
+
+  friend bool operator==(const fd_census& x, const fd_census& y) {
+    return x.count == y.count;
+  }
+
+  friend std::string to_string(const fd_census& x) {
+    return std::to_string(x.count) + " (" + x.targets + ")";
+  }
+};
+
+inline fd_census plumbing_fds() {
   DIR* d = ::opendir("/proc/self/fd");
   if (d == nullptr)
     throw std::runtime_error("cannot list /proc/self/fd");
-  size_t n = 0;
+  fd_census result;
   char target[PATH_MAX];
   while (auto* e = ::readdir(d)) {
     if (e->d_name[0] == '.')
@@ -46,10 +60,13 @@ inline size_t plumbing_fds() {
     std::string_view t{target, static_cast<size_t>(len)};
     if (t == "/proc" || t.substr(0, 6) == "/proc/")
       continue; // includes the directory stream listing /proc/self/fd
-    ++n;
+    ++result.count;
+    if (!result.targets.empty())
+      result.targets += ", ";
+    result.targets += std::string{e->d_name} + " " + std::string{t};
   }
   ::closedir(d);
-  return n;
+  return result;
 }
 
 /// Live processes whose environment carries `marker` (KEY=VALUE prefix).
