@@ -10,11 +10,11 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
 #include "interrupt.hpp"
+#include "sandbox/log.hpp"
 
 #ifndef SANDBOX_VERSION
 #  define SANDBOX_VERSION "unknown"
@@ -253,8 +253,9 @@ int main(int argc, char** argv) {
                                           "got {}",
                                           g.log_level));
     } else {
-      // Logs go to stderr: stdout carries command output alone.
-      spdlog::set_default_logger(spdlog::stderr_color_mt("sandbox"));
+      // Logs go to stderr (the library's logger): stdout carries command
+      // output alone.
+      spdlog::set_default_logger(sandbox::log::logger());
       spdlog::set_level(spdlog::level::from_str(g.log_level));
       if (auto bad = check_tls(g))
         status = *bad;
