@@ -61,7 +61,7 @@ using self_ptr = node_actor_impl::stateful_pointer<node_state>;
 
 /// The session logs its receipt; the node says why it stops it.
 void log_stop(const std::string& id, std::string_view why) {
-  log::logger()->debug("{} stopping ({})", log::tag{id}, why);
+  log::logger()->info("{} stopping ({})", log::tag{id}, why);
 }
 
 /// Ties the new session `id` to the client whose owner actor `cfg` names
