@@ -11,11 +11,11 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "caf_error.hpp"
 #include "sandbox/actors/session.hpp"
 #include "sandbox/fs/path_resolver.hpp"
+#include "sandbox/log.hpp"
 #include "sandbox/port_lease.hpp"
 
 namespace sandbox::actors {
@@ -59,10 +59,9 @@ struct node_state {
 
 using self_ptr = node_actor_impl::stateful_pointer<node_state>;
 
-void log_receipt(const std::string& id, const stop_receipt& r,
-                 std::string_view why) {
-  spdlog::info("session {} stopped ({}): {} ended, {} killed, {} survivors",
-               id, why, r.ended, r.killed, r.survivors);
+/// The session logs its receipt; the node says why it stops it.
+void log_stop(const std::string& id, std::string_view why) {
+  log::logger()->info("{} stopping ({})", log::tag{id}, why);
 }
 
 /// Ties the new session `id` to the client whose owner actor `cfg` names
@@ -81,7 +80,7 @@ void watch_owner(self_ptr self, const std::string& id,
     client_entry entry;
     entry.owner = addr;
     entry.origin = caf::to_string(cfg.owner.node());
-    spdlog::info("client {} connected (node {})", n, entry.origin);
+    log::logger()->debug("client {} connected (node {})", n, entry.origin);
     st.clients.emplace(n, std::move(entry));
     self->monitor(cfg.owner);
   }
@@ -101,9 +100,10 @@ bool on_owner_down(self_ptr self, const caf::down_msg& msg) {
   // Sessions it stopped itself are gone already.
   for (auto i = entry.sessions.begin(); i != entry.sessions.end();)
     i = st.sessions.count(*i) == 0 ? entry.sessions.erase(i) : std::next(i);
-  spdlog::info("client {} disconnected ({}); its {} session(s) stop in {} ms",
-               n, caf::to_string(msg.reason), entry.sessions.size(),
-               st.cfg.client_grace.count());
+  log::logger()->debug("client {} disconnected ({}); its {} session(s) stop "
+                       "in {} ms",
+                       n, caf::to_string(msg.reason), entry.sessions.size(),
+                       st.cfg.client_grace.count());
   self->delayed_send(caf::actor_cast<node_actor_impl>(self),
                      st.cfg.client_grace, grace_atom_v, n);
   return true;
@@ -123,11 +123,12 @@ void on_grace_over(self_ptr self, uint64_t n) {
       continue;
     auto handle = j->second.handle;
     st.sessions.erase(j);
+    log_stop(id, "its client is gone");
     self->request(handle, caf::infinite, stop_atom_v)
-      .then([id](const stop_receipt& r) { log_receipt(id, r, "client gone"); },
+      .then([](const stop_receipt&) {},
             [id](caf::error& err) {
-              spdlog::warn("session {}: stop failed: {}", id,
-                           caf::to_string(err));
+              log::logger()->warn("{} stop failed: {}", log::tag{id},
+                                  caf::to_string(err));
             });
   }
 }
@@ -260,8 +261,10 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       params->node = self->address();
       auto handle = spawn_session(self->system(), std::move(*params));
       self->monitor(handle);
-      spdlog::info("session {} created in {}{}", info.id,
-                   info.working_directory, cfg.detached ? " (detached)" : "");
+      log::logger()->info("{} created in {}{}", log::tag{info.id},
+                          info.working_directory,
+                          cfg.detached ? " (detached)" : "");
+      log::logger()->debug("{} leased port {}", log::tag{info.id}, info.port);
       watch_owner(self, info.id, cfg);
       if (!st.cfg.on_first_create) {
         st.sessions.emplace(info.id, node_entry{handle, info});
@@ -353,12 +356,10 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
         self, id, handle,
         [self, rp, id, handle]() mutable {
           self->state.sessions.erase(id);
+          log_stop(id, "stop_session");
           self->request(handle, caf::infinite, stop_atom_v)
             .then(
-              [rp, id](const stop_receipt& r) mutable {
-                log_receipt(id, r, "stop");
-                rp.deliver(r);
-              },
+              [rp](const stop_receipt& r) mutable { rp.deliver(r); },
               [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
         },
         [rp, id]() mutable { rp.deliver(not_found(id)); });
@@ -386,11 +387,11 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
         return rp;
       }
       auto remaining = std::make_shared<uint32_t>(count);
-      for (auto& [id, entry] : st.sessions)
+      for (auto& [id, entry] : st.sessions) {
+        log_stop(id, "node shutdown");
         self->request(entry.handle, caf::infinite, stop_atom_v)
           .then(
-            [rp, remaining, count, id = id](const stop_receipt& r) mutable {
-              log_receipt(id, r, "node shutdown");
+            [rp, remaining, count](const stop_receipt&) mutable {
               if (--*remaining == 0)
                 rp.deliver(count);
             },
@@ -398,6 +399,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
               if (--*remaining == 0)
                 rp.deliver(count);
             });
+      }
       st.sessions.clear();
       return rp;
     },

@@ -19,6 +19,7 @@
 #include "weak_send.hpp"
 #include "sandbox/capped_output.hpp"
 #include "sandbox/child_process.hpp"
+#include "sandbox/log.hpp"
 #include "sandbox/terminator.hpp"
 #include "sandbox/utf8_splitter.hpp"
 
@@ -209,6 +210,8 @@ void maybe_finish(self_ptr self) {
   send_queued(self, true);
   exec_result r;
   evaluate(st, r);
+  log::logger()->debug("{} ended: {} {}", log::tag{st.p.session_id, st.p.exec},
+                       to_string(r.reason), r.exit_code);
   r.truncated = st.kept[0]->truncated() || st.kept[1]->truncated();
   r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
   r.stdout_data = st.kept[0]->take();
@@ -282,6 +285,9 @@ void end_execution(self_ptr self, exit_reason why) {
   auto pid = st.child->pid();
   auto q = executions_query({pid}, {}, st.p.marker_prefix);
   q.cgroup = st.child->cgroup();
+  q.log_tag = fmt::format("{}", log::tag{st.p.session_id, st.p.exec});
+  log::logger()->debug("{} {}: stopping pid {} and its descendants", q.log_tag,
+                       to_string(why), pid);
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q), {pid},
                   st.p.rt->config().stop,
                   [weak = weak_self(self, *st.p.rt)](stop_receipt receipt) {

@@ -19,6 +19,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "sandbox/log.hpp"
+
 #include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
@@ -182,7 +184,7 @@ result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
   // remote_accept.cpp); without that a busy node loses a client now and
   // then, but it still works.
   if (!detail::renumber_connections_to(*got))
-    spdlog::warn("port {}: accepted connections keep the kernel's "
+    log::logger()->warn("port {}: accepted connections keep the kernel's "
                  "descriptor numbers (too many published ports)",
                  *got);
   start_heartbeat(sys, node_side_liveness);

@@ -12,10 +12,10 @@
 
 #include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/launcher.hpp"
+#include "sandbox/log.hpp"
 #include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
@@ -107,18 +107,21 @@ runtime::runtime(runtime_config cfg)
   } else {
     containment_detail_ = tree.error().message;
     if (cfg_.containment == containment_choice::cgroup)
-      spdlog::error("containment cgroup was required: {}", containment_detail_);
+      sandbox::log::logger()->error("containment cgroup was required: {}",
+                                     containment_detail_);
   }
   if (cgroups_) {
-    spdlog::info("containment: cgroup ({}; children launched with {})",
-                 cgroups_->node_root(), launch_method());
+    sandbox::log::logger()->info("node start: containment cgroup ({}; "
+                                 "children launched with {})",
+                                 cgroups_->node_root(), launch_method());
     // Leftovers of nodes whose process died (once per process); then the
     // cgroups of this process's nodes: the watchdog kills them if it dies.
     static std::once_flag leftovers;
     std::call_once(leftovers, [&] { remove_dead_cgroups(cgroups_->own()); });
     sandbox::watchdog::watch_cgroup(cgroups_->process_root());
   } else {
-    spdlog::info("containment: process_group ({})", containment_detail_);
+    sandbox::log::logger()->info("node start: containment process_group ({})",
+                                 containment_detail_);
   }
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
   // A process that is only a node (reap_all_orphans) is a subreaper and

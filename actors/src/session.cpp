@@ -17,6 +17,7 @@
 #include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
 #include "sandbox/fs/path_resolver.hpp"
+#include "sandbox/log.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/session_directories.hpp"
 #include "sandbox/uuid.hpp"
@@ -192,7 +193,12 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   params.initial_stdin = std::move(initial_stdin);
   params.spawned = keep_stdin;
   params.session = self->address();
+  params.session_id = st.p.id;
+  params.exec = exec_id;
   auto pid = (*child)->pid();
+  auto kind = keep_stdin ? "spawn" : params.initial_stdin ? "code" : "run";
+  log::logger()->debug("{} launched pid {} ({})", log::tag{st.p.id, exec_id},
+                       pid, kind);
   auto handle = spawn_process(self->system(), std::move(params));
   self->monitor(handle);
   session_child entry{handle, pid, opts.cancel_key, keep_stdin};
@@ -206,6 +212,10 @@ void maybe_complete_stop(self_ptr self) {
   if (!st.sweep || st.awaiting > 0 || st.receipt)
     return;
   st.receipt = *st.sweep;
+  log::logger()->info("{} stopped: {} ended, {} killed, {} survivors ({})",
+                      log::tag{st.p.id}, st.receipt->ended,
+                      st.receipt->killed, st.receipt->survivors,
+                      to_string(st.receipt->mode));
   // The node forgets a session stopped through its own handle too; told
   // before the receipt goes out, so that whoever got it finds the session
   // gone from the node.
@@ -218,8 +228,11 @@ void maybe_complete_stop(self_ptr self) {
   st.children.clear();
   st.groups.clear();
   // §22: the leased port is free again once nothing of the session runs.
-  if (st.p.lease)
+  if (st.p.lease) {
+    log::logger()->debug("{} released port {}", log::tag{st.p.id},
+                         st.p.lease->port());
     st.p.lease->release();
+  }
   for (auto& addr : st.finished)
     if (auto p = caf::actor_cast<process_actor_impl>(addr))
       self->send(p, end_atom_v, exit_reason::stopped);
@@ -278,6 +291,7 @@ void begin_stop(self_ptr self) {
   }
   auto q = executions_query(own, st.groups, st.marker_prefix);
   q.cgroup = st.p.rt->session_cgroup(st.p.id);
+  q.log_tag = fmt::format("{}", log::tag{st.p.id});
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,
                   [weak = weak_self(self, *st.p.rt)](stop_receipt receipt) {

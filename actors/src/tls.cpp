@@ -26,6 +26,8 @@
 #include <caf/sec.hpp>
 #include <spdlog/spdlog.h>
 
+#include "sandbox/log.hpp"
+
 namespace sandbox::actors {
 
 namespace {
@@ -387,7 +389,7 @@ void record(const SSL* ssl, std::string reason, bool overwrite) {
   auto [addr, port] = peer_of(ssl);
   if (SSL_is_server(ssl)) {
     if (!seen)
-      spdlog::warn("refused TLS handshake with {}:{}: {}", addr, port,
+      log::logger()->warn("refused TLS handshake with {}:{}: {}", addr, port,
                    reason);
     return;
   }
@@ -420,9 +422,9 @@ void on_tls_event(const SSL* ssl, int where, int value) {
     return;
   }
   if ((where & SSL_CB_HANDSHAKE_DONE) != 0
-      && spdlog::should_log(spdlog::level::debug)) {
+      && log::logger()->should_log(spdlog::level::debug)) {
     auto [addr, port] = peer_of(ssl);
-    spdlog::debug("TLS with {}:{}: {} {}", addr, port, SSL_get_version(ssl),
+    log::logger()->debug("TLS with {}:{}: {} {}", addr, port, SSL_get_version(ssl),
                   SSL_get_cipher_name(ssl));
     return;
   }

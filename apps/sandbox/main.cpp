@@ -10,11 +10,11 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
 #include "interrupt.hpp"
+#include "sandbox/log.hpp"
 
 #ifndef SANDBOX_VERSION
 #  define SANDBOX_VERSION "unknown"
@@ -167,6 +167,28 @@ std::string option_given_dashes(const CLI::App& app) {
   return {};
 }
 
+/// Global options that would change nothing for the chosen subcommand
+/// are usage errors: the TLS files secure a connection (--node, serve),
+/// serve has no node or session to be pointed at, and the session
+/// subcommands take no --session (`session stop` takes the id).
+std::optional<int> check_scope(CLI::App& app, const global_options& g) {
+  bool serving = app.get_subcommand("serve")->parsed();
+  if (app.get_subcommand("session")->parsed() && !g.session.empty())
+    return usage_error(g, "session: --session names the session of run, "
+                          "code, the file subcommands, info and mcp; "
+                          "`session stop ID` takes the id");
+  bool tls = !g.tls_cert.empty() || !g.tls_key.empty() || !g.tls_ca.empty();
+  if (tls && g.nodes.empty() && !serving)
+    return usage_error(g, "--tls-cert, --tls-key and --tls-ca secure the "
+                          "connection to a node: they need --node (or the "
+                          "serve subcommand)");
+  if (serving && (!g.nodes.empty() || !g.session.empty()))
+    return usage_error(g, fmt::format("serve: {} is for clients of a node",
+                                      g.nodes.empty() ? "--session"
+                                                      : "--node"));
+  return std::nullopt;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -193,9 +215,13 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", g.log_level,
                  "trace, debug, info, warn (default), error or off");
   app.add_option("--session", g.session, "id of a session on the node");
-  app.add_option("--tls-cert", g.tls_cert, "certificate (PEM) for TLS");
-  app.add_option("--tls-key", g.tls_key, "private key (PEM) for TLS");
-  app.add_option("--tls-ca", g.tls_ca, "CA certificates (PEM) for TLS");
+  app.add_option("--tls-cert", g.tls_cert,
+                 "certificate (PEM) for mutual TLS with --node or in serve");
+  app.add_option("--tls-key", g.tls_key,
+                 "private key (PEM) for mutual TLS with --node or in serve");
+  app.add_option("--tls-ca", g.tls_ca,
+                 "CA certificates (PEM) for mutual TLS with --node or in "
+                 "serve");
   std::vector<command> commands;
   commands.push_back(add_run(app, g));
   commands.push_back(add_code(app, g));
@@ -273,10 +299,13 @@ int main(int argc, char** argv) {
                                           "got {}",
                                           g.log_level));
     } else {
-      // Logs go to stderr: stdout carries command output alone.
-      spdlog::set_default_logger(spdlog::stderr_color_mt("sandbox"));
+      // Logs go to stderr (the library's logger): stdout carries command
+      // output alone.
+      spdlog::set_default_logger(sandbox::log::logger());
       spdlog::set_level(spdlog::level::from_str(g.log_level));
-      if (auto bad = check_tls(g))
+      if (auto bad = check_scope(app, g))
+        status = *bad;
+      else if (auto bad = check_tls(g))
         status = *bad;
       else
         for (auto& cmd : commands)

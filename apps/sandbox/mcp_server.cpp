@@ -66,6 +66,24 @@ std::string brief(const json& j) {
   return text;
 }
 
+/// What a message is, for the debug log: its method, id and size, never
+/// its contents (tool results carry command output, calls carry file
+/// contents).
+std::string outline(const json& msg, size_t bytes) {
+  if (msg.is_array())
+    return fmt::format("batch of {} ({} bytes)", msg.size(), bytes);
+  std::string out;
+  if (msg.is_object()) {
+    if (auto m = msg.find("method"); m != msg.end() && m->is_string())
+      out += m->get<std::string>() + " ";
+    if (auto i = msg.find("id"); i != msg.end())
+      out += "id " + brief(*i) + " ";
+    if (msg.contains("error"))
+      out += "error ";
+  }
+  return fmt::format("{}({} bytes)", out, bytes);
+}
+
 /// The responses of one batch, written as one array once every member is
 /// done (an array of nothing but notifications answers nothing).
 struct batch {
@@ -151,7 +169,7 @@ struct server::impl {
 
   void send(const json& msg) {
     auto line = dump(msg);
-    spdlog::debug("mcp -> {}", line);
+    spdlog::debug("mcp -> {}", outline(msg, line.size()));
     std::lock_guard<std::mutex> guard{write_mtx};
     write(line);
   }
@@ -202,10 +220,10 @@ struct server::impl {
       if (stopping)
         return;
     }
-    spdlog::debug("mcp <- {}", line);
     json msg;
     try {
       msg = json::parse(line);
+      spdlog::debug("mcp <- {}", outline(msg, line.size()));
     } catch (const json::parse_error& e) {
       spdlog::warn("mcp: malformed message: {}", e.what());
       send(error_response(nullptr, parse_error,

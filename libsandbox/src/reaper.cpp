@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/log.hpp"
+
 #include "sandbox/process_tree.hpp"
 #include "sandbox/watchdog.hpp"
 
@@ -47,7 +49,7 @@ reaper::reaper(reactor& r, reaper_options opts)
     ::sigaction(SIGCHLD, nullptr, &s.old_chld);
   }
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    spdlog::warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
+    log::logger()->warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
                  "re-parented to init and cannot be reaped by the node");
   signals_.add(SIGCHLD);
   // Asio installs its handler without SA_RESTART: a blocking waitpid, read

@@ -7,9 +7,9 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/spdlog.h>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/log.hpp"
 
 namespace sandbox {
 
@@ -77,6 +77,8 @@ struct termination : std::enable_shared_from_this<termination> {
     auto pids = members();
     if (cgroup_mode() ? !populated() : pids.empty())
       return finish(0);
+    log::logger()->debug("{} stop: signal {} to {} process(es)",
+                         query.log_tag, plan.first, pids.size());
     signal_all(pids, plan.first);
     // A stopped process (SIGSTOP, SIGTSTP) cannot act on the signal until
     // it runs again; without this it would always cost the whole grace.
@@ -112,6 +114,8 @@ struct termination : std::enable_shared_from_this<termination> {
     // Entering the kill stage, or catching what was forked since the
     // last round: SIGKILL whatever is still there.
     killed.insert(pids.begin(), pids.end());
+    if (!killing)
+      log_kill_stage(pids.size());
     signal_all(pids, SIGKILL);
     if (!killing)
       deadline = clock::now() + plan.verify;
@@ -135,10 +139,17 @@ struct termination : std::enable_shared_from_this<termination> {
       auto pids = members();
       killed.insert(pids.begin(), pids.end());
       deadline = clock::now() + plan.verify;
+      log_kill_stage(pids.size());
     }
     if (auto ok = cgroup_kill(query.cgroup); !ok)
-      spdlog::warn("stop: {}", ok.error().message);
+      log::logger()->warn("{} stop: {}", query.log_tag, ok.error().message);
     poll(true);
+  }
+
+  void log_kill_stage(size_t alive) {
+    log::logger()->debug("{} stop: kill stage, SIGKILL to {} process(es) "
+                         "alive after {} ms",
+                         query.log_tag, alive, plan.grace.count());
   }
 
   void finish(uint32_t survivors) {
@@ -152,10 +163,13 @@ struct termination : std::enable_shared_from_this<termination> {
     // cannot be removed, and must not be).
     if (cgroup_mode() && survivors == 0) {
       if (auto ok = cgroup_remove(query.cgroup); !ok)
-        spdlog::debug("stop: {}", ok.error().message);
+        log::logger()->debug("{} stop: {}", query.log_tag, ok.error().message);
       else
         cgroup_tree::prune(query.cgroup);
     }
+    log::logger()->debug("{} stop: done, {} ended, {} killed, {} survivors",
+                         query.log_tag, receipt.ended, receipt.killed,
+                         survivors);
     if (done)
       done(receipt);
   }

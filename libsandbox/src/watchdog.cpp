@@ -21,6 +21,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sandbox/log.hpp"
+
 namespace sandbox {
 
 namespace {
@@ -303,14 +305,14 @@ shared_state& shared() {
 std::pair<pid_t, int> start() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    spdlog::warn("cannot start the watchdog: socketpair: {}",
+    log::logger()->warn("cannot start the watchdog: socketpair: {}",
                  std::strerror(errno));
     return {0, -1};
   }
   void* mem = ::mmap(nullptr, sizeof(table), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) {
-    spdlog::warn("cannot start the watchdog: mmap: {}", std::strerror(errno));
+    log::logger()->warn("cannot start the watchdog: mmap: {}", std::strerror(errno));
     ::close(sv[0]);
     ::close(sv[1]);
     return {0, -1};
@@ -325,7 +327,7 @@ std::pair<pid_t, int> start() {
   ::munmap(mem, sizeof(table));
   ::close(sv[1]);
   if (middle < 0) {
-    spdlog::warn("cannot start the watchdog: clone: {}", std::strerror(err));
+    log::logger()->warn("cannot start the watchdog: clone: {}", std::strerror(err));
     ::close(sv[0]);
     return {0, -1};
   }
@@ -340,14 +342,14 @@ std::pair<pid_t, int> start() {
     ;
   auto n = ::recv(sv[0], &reply, sizeof(reply), MSG_DONTWAIT);
   if (n != static_cast<ssize_t>(sizeof(reply)) || reply <= 0) {
-    spdlog::warn("cannot start the watchdog: {}",
+    log::logger()->warn("cannot start the watchdog: {}",
                  n == static_cast<ssize_t>(sizeof(reply))
                    ? std::strerror(-reply)
                    : "the intermediate process ended without an answer");
     ::close(sv[0]);
     return {0, -1};
   }
-  spdlog::debug("watchdog started: pid {}", reply);
+  log::logger()->debug("watchdog started: pid {}", reply);
   return {static_cast<pid_t>(reply), sv[0]};
 }
 
@@ -360,7 +362,7 @@ void send_record(shared_state& s, const char* data, size_t n) {
     ;
   if (rc < 0 && !s.warned) {
     s.warned = true;
-    spdlog::warn("the watchdog (pid {}) is gone ({}): processes of this "
+    log::logger()->warn("the watchdog (pid {}) is gone ({}): processes of this "
                  "node may outlive it if it dies",
                  s.pid, std::strerror(errno));
   }
@@ -407,7 +409,7 @@ void watchdog::watch_cgroup(const std::string& dir) {
     return;
   if (dir.empty() || dir.front() != '/' || dir.size() > max_dir
       || dir.find('\0') != std::string::npos) {
-    spdlog::warn("the watchdog cannot watch cgroup {}: not an absolute path "
+    log::logger()->warn("the watchdog cannot watch cgroup {}: not an absolute path "
                  "of at most {} bytes",
                  dir, max_dir);
     return;
@@ -415,7 +417,7 @@ void watchdog::watch_cgroup(const std::string& dir) {
   if (std::find(s.cgroups.begin(), s.cgroups.end(), dir) != s.cgroups.end())
     return;
   if (s.cgroups.size() >= max_cgroups) {
-    spdlog::warn("the watchdog cannot watch cgroup {}: it watches {} already",
+    log::logger()->warn("the watchdog cannot watch cgroup {}: it watches {} already",
                  dir, max_cgroups);
     return;
   }

@@ -187,7 +187,7 @@ CAF_TEST(a node killed while a blocking execute waits fails it within 5 s) {
 }
 
 CAF_TEST(a killed client has its sessions stopped after the grace) {
-  test::serve_process node{{"--client-grace", "0.5", "--log-level", "info"},
+  test::serve_process node{{"--client-grace", "0.5", "--log-level", "debug"},
                           dir.at("node.log")};
   auto watcher = connect(node);
   // Baseline of the node's descriptors with one client connected.
@@ -234,7 +234,8 @@ CAF_TEST(a killed client has its sessions stopped after the grace) {
       std::chrono::seconds{5});
   };
   CAF_CHECK(logged("disconnected"));
-  CAF_CHECK(logged("stopped (client gone)"));
+  CAF_CHECK(logged("stopping (its client is gone)"));
+  CAF_CHECK(logged("] stopped: "));
 }
 
 CAF_TEST(garbage and half handshakes do not disturb other clients) {

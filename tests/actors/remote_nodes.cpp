@@ -73,8 +73,9 @@ CAF_TEST(serve prints one ready line and exits 0 on sigterm) {
   CAF_CHECK_EQUAL(bg.status, 0);
   CAF_CHECK_EQUAL(node.stop(SIGTERM), 0);
   auto log = test::slurp_file(dir.at("log"));
-  CAF_CHECK(log.find("session " + id + " stopped (node shutdown): ")
+  CAF_CHECK(log.find("[s-" + id + "] stopping (node shutdown)")
             != std::string::npos);
+  CAF_CHECK(log.find("[s-" + id + "] stopped: ") != std::string::npos);
   CAF_CHECK(log.find("0 survivors") != std::string::npos);
   // The log never carries what commands printed.
   CAF_CHECK(log.find("sleep 300") == std::string::npos);

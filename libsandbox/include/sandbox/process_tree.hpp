@@ -54,6 +54,9 @@ struct tree_query {
   /// and `groups`, `roots` and `marker_prefix` are not consulted. Empty in
   /// the process-group mode.
   std::string cgroup;
+  /// Prefix of the log lines about the stop of these processes, e.g.
+  /// "[s-<id> e-3]" (sandbox/log.hpp).
+  std::string log_tag;
 };
 
 /// Returns the query for a set of executions. `children` are their direct

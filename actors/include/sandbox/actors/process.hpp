@@ -35,6 +35,9 @@ struct process_params {
   /// The session, told `exited` when the result exists. Weak: the session
   /// holds its children, not the other way round.
   caf::actor_addr session;
+  /// The session's id and the execution's number, for log lines.
+  std::string session_id;
+  uint64_t exec = 0;
 };
 
 struct process_state;
