@@ -670,7 +670,8 @@ std::vector<std::string> own_controllers() {
   if (!own)
     return out;
   std::string text;
-  if (!read_small_file(*own + "/cgroup.controllers", text))
+  // What the node's directories below its own cgroup can get.
+  if (!read_small_file(*own + "/cgroup.subtree_control", text))
     return out;
   std::string word;
   for (char c : text + " ") {

@@ -56,7 +56,8 @@ struct isolation_support {
   /// Landlock ABI version (0: none).
   int landlock_abi = 0;
   std::string landlock_detail;
-  /// cgroup v2 controllers of the node's own cgroup (`cgroup.controllers`).
+  /// cgroup v2 controllers the node's cgroups can use: those enabled for
+  /// the children of its own cgroup (its `cgroup.subtree_control`).
   std::vector<std::string> cgroup_controllers;
 
   /// Whether `name` is among `cgroup_controllers`.
