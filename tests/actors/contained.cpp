@@ -139,9 +139,12 @@ CAF_TEST(a write outside the allowed directories fails) {
   auto r = run(s, "echo x > " + target);
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(!exists(target));
-  auto m = run(s, "mkdir " + dir.path + "/outside/d || rm -f " + key);
+  auto m = run(s, "mkdir " + dir.path + "/outside/d");
   CAF_CHECK_NOT_EQUAL(m.exit_code, 0);
-  CAF_CHECK(exists(key));
+  CAF_CHECK(!exists(dir.path + "/outside/d"));
+  // The key, denied and outside the allowed directories, stays.
+  run(s, "rm -f " + key);
+  CAF_CHECK_EQUAL(slurp(key), "SECRET-KEY");
   (void) s.stop();
 }
 
