@@ -257,6 +257,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       info.working_directory = params->working_directory;
       info.home_directory = params->home_directory;
       info.port = lease->port();
+      info.isolation = params->isolation;
       params->lease = std::make_shared<port_lease>(std::move(*lease));
       params->node = self->address();
       auto handle = spawn_session(self->system(), std::move(*params));

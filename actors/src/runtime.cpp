@@ -84,6 +84,12 @@ result<void> validate(const runtime_config& cfg) {
     if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
       return invalid("temp_directory", quote_for_message(cfg.temp_directory),
                      ok.error().message);
+  if (cfg.isolation == isolation_mode::contained)
+    if (auto missing = host_isolation().missing(); !missing.empty())
+      return error{errc::unsupported,
+                   fmt::format("runtime_config.isolation contained: this "
+                               "host cannot give it: {}",
+                               missing)};
   return {};
 }
 

@@ -1,6 +1,10 @@
 #include "sandbox/actors/session.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -18,6 +22,7 @@
 #include "sandbox/actors/process.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/log.hpp"
+#include "sandbox/isolation.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/session_directories.hpp"
 #include "sandbox/uuid.hpp"
@@ -63,6 +68,9 @@ struct session_state {
   size_t awaiting = 0;
   std::optional<stop_receipt> receipt;
   std::vector<caf::typed_response_promise<stop_receipt>> stop_waiters;
+  /// A contained session's namespaces (made at the first execution);
+  /// destroying it kills them with everything inside.
+  std::unique_ptr<contained_session> contained;
 
   session_state() = default;
   session_state(const session_state&) = delete;
@@ -161,6 +169,37 @@ result<void> check_cancel_key(const session_state& st, const std::string& key) {
   return {};
 }
 
+/// A contained session's namespaces, made once, before its first command:
+/// the init lives in `<session cgroup>/init` (only leaves hold processes),
+/// the cgroup limits go on the session's cgroup.
+result<void> ensure_contained(session_state& st) {
+  if (st.p.isolation != isolation_mode::contained || st.contained)
+    return {};
+  containment_spec spec;
+  spec.working_directory = st.p.working_directory;
+  spec.home_directory = st.p.home_directory;
+  spec.deny = st.p.deny;
+  spec.limits = st.p.limits;
+  auto session_cgroup = st.p.rt->session_cgroup(st.p.id);
+  if (!session_cgroup.empty()) {
+    spec.cgroup = session_cgroup + "/init";
+    if (::mkdir(spec.cgroup.c_str(), 0755) != 0 && errno != EEXIST)
+      return error{errc::io_error,
+                   fmt::format("cannot make cgroup {}: {}", spec.cgroup,
+                               std::strerror(errno))};
+    if (auto ok = apply_cgroup_limits(st.p.rt->cgroups()->process_root(),
+                                      session_cgroup, st.p.limits);
+        !ok)
+      return ok.error();
+  }
+  auto s = contained_session::start(spec);
+  if (!s)
+    return s.error();
+  (*s)->reap_on(st.p.rt->reactor());
+  st.contained = std::move(*s);
+  return {};
+}
+
 result<session_child>
 start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
       chunk_sink sink, uint64_t exec_id,
@@ -177,6 +216,16 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   if (!cgroup)
     return cgroup.error();
   spec->cgroup = std::move(*cgroup);
+  if (auto ok = ensure_contained(st); !ok)
+    return ok.error();
+  if (st.contained) {
+    auto& c = spec->contain;
+    c.ns_pidfd = st.contained->init_pidfd();
+    c.landlock_ruleset = st.contained->ruleset_fd();
+    c.cpu_seconds = st.p.limits.cpu_seconds;
+    c.file_size = st.p.limits.file_size;
+    c.open_files = st.p.limits.open_files;
+  }
   auto child = st.p.rt->reaper()->launch_owned(
     [&] { return child_process::start(st.p.rt->reactor(), *spec); });
   if (!child)
@@ -227,6 +276,9 @@ void maybe_complete_stop(self_ptr self) {
   // Dropping the handles lets finished process actors go away.
   st.children.clear();
   st.groups.clear();
+  // A contained session's PID namespace ends with its init: whatever the
+  // sweep could not find there is killed by the kernel.
+  st.contained.reset();
   // §22: the leased port is free again once nothing of the session runs.
   if (st.p.lease) {
     log::logger()->debug("{} released port {}", log::tag{st.p.id},
@@ -389,6 +441,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       info.children = static_cast<uint32_t>(st.children.size());
       info.stopped = st.stopped;
       info.containment = st.p.rt->containment();
+      info.isolation = st.p.isolation;
       return info;
     },
     [self](files_atom) -> caf::result<filesystem_actor> {
@@ -444,6 +497,22 @@ result<session_params> make_session_params(runtime_ptr rt,
   if (!cwd)
     return cwd.error();
   session_params p;
+  p.isolation = cfg.isolation ? *cfg.isolation : rt->config().isolation;
+  if (p.isolation == isolation_mode::contained) {
+    auto missing = host_isolation().missing(cfg.limits);
+    if (missing.empty() && (cfg.limits.memory > 0 || cfg.limits.processes > 0)
+        && rt->containment() != containment_mode::cgroup)
+      missing = "the cgroup mode (for a memory or process limit)";
+    if (!missing.empty())
+      return error{errc::unsupported,
+                   fmt::format("cannot create a contained session: this "
+                               "host lacks {}",
+                               missing)};
+    p.limits = cfg.limits;
+    p.deny = rt->config().isolation_deny;
+    if (!base_directory.empty())
+      p.deny.push_back(fs::resolve(*cwd, base_directory));
+  }
   p.id = make_uuid_v4();
   std::string requested = cfg.working_directory;
   if (requested.empty())

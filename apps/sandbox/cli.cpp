@@ -312,8 +312,14 @@ actors::embedded_node& embedded() {
   return *node;
 }
 
+void apply_isolation(const global_options& g, actors::session_config& cfg) {
+  if (auto mode = parse_isolation(g.isolation); mode)
+    cfg.isolation = *mode;
+}
+
 result<acquired_session> acquire_session(const global_options& g,
                                          actors::session_config cfg) {
+  apply_isolation(g, cfg);
   if (!g.nodes.empty()) {
     auto pool = remote_nodes(g);
     if (!pool)

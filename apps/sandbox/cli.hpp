@@ -29,7 +29,13 @@ struct global_options {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_ca;
+  /// --isolation: none or contained (empty: the node's default); for the
+  /// sessions this invocation creates, and `serve`'s default.
+  std::string isolation;
 };
+
+/// Sets `cfg.isolation` from --isolation (validated by the parser).
+void apply_isolation(const global_options& g, actors::session_config& cfg);
 
 /// Exit statuses of the CLI (docs/cli.md).
 constexpr int exit_ok = 0;

@@ -5,9 +5,11 @@
 #include <sys/utsname.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli.hpp"
 #include "sandbox/cgroup.hpp"
+#include "sandbox/isolation.hpp"
 #include "sandbox/launcher.hpp"
 
 #ifndef SANDBOX_VERSION
@@ -28,7 +30,33 @@ struct node_facts {
   std::string launch;
   /// HOST:PORT of a remote node; empty for the embedded node.
   std::string node;
+  /// What the host gives contained sessions (embedded node only).
+  const isolation_support* isolation = nullptr;
 };
+
+/// The `isolation` object of `info --json`.
+nlohmann::ordered_json isolation_json(const isolation_support& s) {
+  auto missing = s.missing();
+  nlohmann::ordered_json j{{"contained", missing.empty()},
+                           {"namespaces", s.namespaces},
+                           {"landlock_abi", s.landlock_abi},
+                           {"cgroup_controllers", s.cgroup_controllers}};
+  if (!missing.empty())
+    j["missing"] = missing;
+  return j;
+}
+
+/// The `isolation` line of `info`.
+std::string isolation_line(const isolation_support& s) {
+  auto missing = s.missing();
+  auto controllers = fmt::format("{}", fmt::join(s.cgroup_controllers, " "));
+  if (!missing.empty())
+    return fmt::format("none only (contained needs: {})", missing);
+  return fmt::format("none, contained (Landlock ABI {}; cgroup controllers: "
+                     "{})",
+                     s.landlock_abi,
+                     controllers.empty() ? "none" : controllers);
+}
 
 std::string kernel_release() {
   struct utsname u;
@@ -45,6 +73,7 @@ node_facts embedded_facts() {
   f.detail = rt.containment_detail();
   f.cgroup = rt.cgroup_root();
   f.launch = std::string{launch_method()};
+  f.isolation = &host_isolation();
   return f;
 }
 
@@ -84,6 +113,8 @@ int run_info(const global_options& g) {
       j["launch"] = f.launch;
     if (!f.node.empty())
       j["node"] = f.node;
+    if (f.isolation != nullptr)
+      j["isolation"] = isolation_json(*f.isolation);
     print_json(j);
     return exit_ok;
   }
@@ -98,6 +129,8 @@ int run_info(const global_options& g) {
   line("cgroup", f.cgroup);
   line("launch", f.launch);
   line("node", f.node);
+  if (f.isolation != nullptr)
+    line("isolation", isolation_line(*f.isolation));
   return exit_ok;
 }
 

@@ -80,6 +80,13 @@ int serve(const global_options& g, const serve_flags& f) {
   // The serving process is only a node: every orphan re-parented to it is
   // one of its sessions' descendants.
   rcfg.reap_all_orphans = true;
+  if (auto mode = parse_isolation(g.isolation); mode)
+    rcfg.isolation = *mode;
+  // Commands of contained sessions never read the node's key.
+  if (!g.tls_key.empty())
+    rcfg.isolation_deny.push_back(std::filesystem::absolute(g.tls_key));
+  if (auto ok = actors::validate(rcfg); !ok)
+    return report(g, ok.error());
   auto rt = std::make_shared<actors::runtime>(rcfg);
   actors::node_config ncfg;
   ncfg.base_directory

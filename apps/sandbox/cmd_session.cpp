@@ -27,6 +27,7 @@ nlohmann::ordered_json to_json(const actors::session_info& info,
   j["port"] = info.port;
   j["endpoint"] = endpoint ? *endpoint : std::string{};
   j["children"] = info.children;
+  j["isolation"] = to_string(info.isolation);
   if (!node.empty())
     j["node"] = node;
   return j;
@@ -114,6 +115,7 @@ int run_remote(const global_options& g, const create_flags& flags,
     auto cfg = to_config(flags, true);
     if (!cfg)
       return usage_error(g, cfg.error().message);
+    apply_isolation(g, *cfg);
     auto pool = remote_nodes(g);
     if (!pool)
       return report(g, pool.error());
@@ -181,6 +183,7 @@ command add_session(CLI::App& app, global_options& g) {
       auto cfg = to_config(*flags, false);
       if (!cfg)
         return usage_error(g, cfg.error().message);
+      apply_isolation(g, *cfg);
       auto s = actors::blocking_session::create(node, std::move(*cfg));
       if (!s)
         return report(g, s.error());

@@ -222,6 +222,11 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", g.tls_ca,
                  "CA certificates (PEM) for mutual TLS with --node or in "
                  "serve");
+  app
+    .add_option("--isolation", g.isolation,
+                "none or contained: isolation of the sessions this command "
+                "creates (serve: the node's default); see docs/security.md")
+    ->check(CLI::IsMember({"none", "contained"}));
   std::vector<command> commands;
   commands.push_back(add_run(app, g));
   commands.push_back(add_code(app, g));

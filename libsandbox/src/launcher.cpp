@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "child_syscall.hpp"
 #include "sandbox/validation.hpp"
 
 #ifndef SYS_clone3
@@ -117,6 +119,11 @@ enum child_stage : int {
   stage_cwd,
   stage_cgroup,
   stage_exec,
+  stage_setns,
+  stage_clone_inner,
+  stage_no_new_privs,
+  stage_rlimit,
+  stage_landlock,
 };
 
 /// What the child needs, prepared by the parent; `err` and `stage` are
@@ -136,9 +143,23 @@ struct child_plan {
   int cgroup_procs = -1;
   /// The node's pid: a child whose parent is already gone gives up.
   pid_t parent = 0;
+  /// A contained launch (see `enter_session`); -1 otherwise.
+  int ns_pidfd = -1;
+  int ruleset = -1;
+  /// {resource, limit} applied by the command of a contained launch.
+  long rlimits[3][2] = {{-1, 0}, {-1, 0}, {-1, 0}};
+  /// The command's stack, its pid and pidfd (written by the entering child).
+  char* inner_stack = nullptr;
+  bool inner = false;
+  long inner_pid = 0;
+  int inner_pidfd = -1;
   int err = 0;
   int stage = stage_none;
 };
+
+SANDBOX_CHILD_CODE int child_main(void* arg);
+SANDBOX_CHILD_CODE long contained_steps(child_plan* p, int& stage);
+SANDBOX_CHILD_CODE int enter_session(child_plan* p);
 
 /// The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
 struct kernel_sigaction {
@@ -159,6 +180,8 @@ SANDBOX_CHILD_CODE int child_main(void* arg) {
   for (long sig = 1; sig <= 64; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP)
       sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
+  if (p->ns_pidfd >= 0 && !p->inner)
+    return enter_session(p);
   // Its own process group: the fallback mode's tracking and `kill` of a
   // spawned process reach the whole group.
   if ((r = sys(SYS_setpgid, 0, 0)) < 0) {
@@ -191,6 +214,8 @@ SANDBOX_CHILD_CODE int child_main(void* arg) {
     stage = stage_cgroup;
     goto fail;
   }
+  if (p->inner && (r = contained_steps(p, stage)) < 0)
+    goto fail;
   // Descriptors a host application opened without O_CLOEXEC must not leak
   // into children either (a kernel without close_range: exec still closes
   // ours, which are all close-on-exec).
@@ -374,12 +399,114 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
 #endif
 }
 
+// -- contained launches ---------------------------------------------------------
+
+/// The entering child (sharing the node's descriptor table, which it never
+/// changes): joins every namespace of the session's init at once, then
+/// clones the command with CLONE_PARENT, so that the command is the node's
+/// child (its pidfd lands in the shared table) and the first process of the
+/// session's PID namespace that runs our steps. A new process is single
+/// threaded and has its own fs_struct, which `setns` of a user and a mount
+/// namespace requires; entering the PID namespace only places the children
+/// made afterwards, hence the second clone.
+SANDBOX_CHILD_CODE int enter_session(child_plan* p) {
+  long r = sys(SYS_setns, p->ns_pidfd,
+               CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC
+                 | CLONE_NEWUTS | CLONE_NEWNET);
+  if (r < 0) {
+    p->err = static_cast<int>(-r);
+    p->stage = stage_setns;
+    sys(SYS_exit, 127);
+  }
+  clone_args_v2 args;
+  args.flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uintptr_t>(&p->inner_pidfd);
+  // CLONE_PARENT: the command's exit signal is ours (SIGCHLD).
+  args.exit_signal = 0;
+  args.stack = reinterpret_cast<uintptr_t>(p->inner_stack);
+  args.stack_size = child_stack_size;
+  p->inner = true;
+  r = sandbox_clone3_vm(&args, sizeof(args), child_main, p);
+  if (r < 0) {
+    p->err = static_cast<int>(-r);
+    p->stage = stage_clone_inner;
+    sys(SYS_exit, 127);
+  }
+  p->inner_pid = r;
+  sys(SYS_exit, 0);
+  return 0;
+}
+
+/// The command's own steps in a contained session, after its cwd: no new
+/// privileges (no set-uid gain), the rlimits, then Landlock for good.
+SANDBOX_CHILD_CODE long contained_steps(child_plan* p, int& stage) {
+  // prctl checks that its unused arguments are 0: all five are passed.
+  long r = detail::child_sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  if (r < 0) {
+    stage = stage_no_new_privs;
+    return r;
+  }
+  for (auto& lim : p->rlimits) {
+    if (lim[0] < 0)
+      continue;
+    uint64_t both[2] = {static_cast<uint64_t>(lim[1]),
+                        static_cast<uint64_t>(lim[1])};
+    if ((r = sys(SYS_prlimit64, 0, lim[0], reinterpret_cast<long>(both), 0))
+        < 0) {
+      stage = stage_rlimit;
+      return r;
+    }
+  }
+  if (p->ruleset >= 0
+      && (r = sys(SYS_landlock_restrict_self, p->ruleset, 0)) < 0) {
+    stage = stage_landlock;
+    return r;
+  }
+  return 0;
+}
+
+/// A contained launch: the entering child, born in `cgroup_fd` (-1: none),
+/// shares our descriptor table. Returns the command's pid (or -errno);
+/// the entering child is reaped here.
+long clone3_contained(child_plan& plan, int cgroup_fd, char* stack) {
+#if defined(__x86_64__)
+  clone_args_v2 args;
+  args.flags = CLONE_VM | CLONE_VFORK | CLONE_FILES
+               | (cgroup_fd >= 0 ? clone_into_cgroup : 0);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<uintptr_t>(stack);
+  args.stack_size = child_stack_size;
+  args.cgroup = cgroup_fd >= 0 ? static_cast<uint64_t>(cgroup_fd) : 0;
+  long entering = sandbox_clone3_vm(&args, sizeof(args), child_main, &plan);
+  if (entering < 0)
+    return entering;
+  int status = 0;
+  while (::waitpid(static_cast<pid_t>(entering), &status, 0) < 0
+         && errno == EINTR)
+    ;
+  return plan.inner_pid;
+#else
+  (void) plan, (void) cgroup_fd, (void) stack;
+  return -ENOSYS;
+#endif
+}
+
 /// The portable path: libc's clone (the child joins its cgroup itself).
 long clone_child(child_plan& plan, int& pidfd, char* stack) {
   int rc = ::clone(child_main, stack + child_stack_size,
                    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &plan,
                    reinterpret_cast<pid_t*>(&pidfd));
   return rc < 0 ? -errno : rc;
+}
+
+const char* contained_stage_name(int stage) {
+  switch (stage) {
+    case stage_setns: return "setns";
+    case stage_clone_inner: return "clone into the PID namespace";
+    case stage_no_new_privs: return "PR_SET_NO_NEW_PRIVS";
+    case stage_rlimit: return "setrlimit";
+    default: return "landlock_restrict_self";
+  }
 }
 
 /// The error of a child that failed before or at its exec.
@@ -405,6 +532,17 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
                    fmt::format("cannot start {} in cgroup {}: {}",
                                spec.executable, spec.cgroup,
                                std::strerror(err))};
+    case stage_setns:
+    case stage_clone_inner:
+    case stage_no_new_privs:
+    case stage_rlimit:
+    case stage_landlock:
+      return error{errc::io_error,
+                   fmt::format("cannot start {} in its contained session: "
+                               "{}: {}",
+                               spec.executable, contained_stage_name(
+                                                  plan.stage),
+                               std::strerror(err))};
     default:
       return error{errc::io_error,
                    fmt::format("cannot start {}: child setup step {}: {}",
@@ -413,6 +551,13 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
   }
 }
 
+} // namespace
+
+namespace {
+result<launched_child> launch_contained(const launch_spec& spec,
+                                        child_plan& plan, launched_child child,
+                                        int cgroup_fd, char* stack,
+                                        const exec_arrays& arrays);
 } // namespace
 
 result<launched_child> launch(const launch_spec& spec) {
@@ -459,6 +604,9 @@ result<launched_child> launch(const launch_spec& spec) {
   alignas(64) char stack[child_stack_size];
   int pidfd = -1;
   long pid = -ENOSYS;
+  if (spec.contain.ns_pidfd >= 0)
+    return launch_contained(spec, plan, std::move(child), cgroup.get(), stack,
+                            arrays);
   if (!clone_forced.load() && !clone3_refused.load()) {
     all_signals_blocked blocked;
     pid = clone3_child(plan, cgroup.get(), pidfd, stack);
@@ -502,6 +650,55 @@ result<launched_child> launch(const launch_spec& spec) {
   child.pidfd = std::move(pidfd_owner);
   return child;
 }
+
+namespace {
+
+result<launched_child> launch_contained(const launch_spec& spec,
+                                        child_plan& plan, launched_child child,
+                                        int cgroup_fd, char* stack,
+                                        const exec_arrays& arrays) {
+  auto& c = spec.contain;
+  plan.ns_pidfd = c.ns_pidfd;
+  plan.ruleset = c.landlock_ruleset;
+  // The command's parent (the node) is outside its PID namespace: it sees
+  // 0, and 1 once orphaned.
+  plan.parent = 0;
+  int i = 0;
+  for (auto [res, value] : {std::pair{RLIMIT_CPU, c.cpu_seconds},
+                            std::pair{RLIMIT_FSIZE, c.file_size},
+                            std::pair{RLIMIT_NOFILE, c.open_files}})
+    if (value > 0) {
+      plan.rlimits[i][0] = res;
+      plan.rlimits[i][1] = static_cast<long>(value);
+      ++i;
+    }
+  alignas(64) char inner_stack[child_stack_size];
+  plan.inner_stack = inner_stack;
+  long pid;
+  {
+    all_signals_blocked blocked;
+    pid = clone3_contained(plan, cgroup_fd, stack);
+  }
+  if (pid < 0)
+    return make_errno_error(static_cast<int>(-pid),
+                            fmt::format("cannot start {}: clone",
+                                        spec.executable));
+  unique_fd pidfd_owner{plan.inner_pidfd};
+  if (plan.stage != stage_none) {
+    if (plan.inner_pid > 0) {
+      int status = 0;
+      while (::waitpid(static_cast<pid_t>(plan.inner_pid), &status, 0) < 0
+             && errno == EINTR)
+        ;
+    }
+    return child_failure(plan, spec, arrays);
+  }
+  child.pid = static_cast<pid_t>(pid);
+  child.pidfd = std::move(pidfd_owner);
+  return child;
+}
+
+} // namespace
 
 std::string_view launch_method() noexcept {
 #if defined(__x86_64__)

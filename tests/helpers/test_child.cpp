@@ -8,8 +8,20 @@
 //   sandbox-test-child all-bytes           writes bytes 0..255 to stdout
 //   sandbox-test-child echo                copies stdin to stdout
 //   sandbox-test-child exit N              exits with status N
+//   sandbox-test-child connect PORT        connects to 127.0.0.1:PORT (0: to
+//                                          a listener of its own first);
+//                                          prints "connected" or the errno
+//                                          name and exits 0 or 1
+//   sandbox-test-child fork-bomb           forks until fork fails; prints
+//                                          "bounded after N" when it did
+//                                          (its children pause until killed)
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +40,51 @@ bool write_all(const char* data, size_t n) {
     n -= static_cast<size_t>(w);
   }
   return true;
+}
+
+int connect_to(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int listener = -1;
+  if (port == 0) {
+    listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t len = sizeof(addr);
+    if (listener < 0
+        || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), len) != 0
+        || ::listen(listener, 1) != 0
+        || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len)
+             != 0) {
+      std::printf("listen: %s\n", strerrorname_np(errno));
+      return 1;
+    }
+  } else {
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+  }
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (s < 0
+      || ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    std::printf("%s\n", strerrorname_np(errno));
+    return 1;
+  }
+  std::printf("connected\n");
+  return 0;
+}
+
+int fork_bomb() {
+  for (int i = 0; i < 100000; ++i) {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::printf("bounded after %d\n", i);
+      return 0;
+    }
+    if (pid == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+  }
+  std::printf("unbounded\n");
+  return 1;
 }
 
 } // namespace
@@ -81,5 +138,9 @@ int main(int argc, char** argv) {
   }
   if (mode == "exit" && argc == 3)
     return std::atoi(argv[2]);
+  if (mode == "connect" && argc == 3)
+    return connect_to(std::atoi(argv[2]));
+  if (mode == "fork-bomb")
+    return fork_bomb();
   return 2;
 }

@@ -11,6 +11,20 @@
 
 namespace sandbox {
 
+/// What a command of a contained session enters before its exec
+/// (isolation.hpp). `ns_pidfd` -1: an uncontained launch.
+struct launch_containment {
+  /// A pidfd of the session's init: the child enters all its namespaces.
+  int ns_pidfd = -1;
+  /// The Landlock ruleset the child restricts itself with; -1: none.
+  int landlock_ruleset = -1;
+  /// RLIMIT_CPU (seconds), RLIMIT_FSIZE (bytes), RLIMIT_NOFILE; 0 leaves
+  /// one as it is.
+  uint64_t cpu_seconds = 0;
+  uint64_t file_size = 0;
+  uint64_t open_files = 0;
+};
+
 /// Everything needed to start one child.
 struct launch_spec {
   /// Absolute path of the program, e.g. "/bin/sh".
@@ -26,6 +40,8 @@ struct launch_spec {
   /// A cgroup v2 directory the child is born in (`CLONE_INTO_CGROUP`);
   /// empty: the launcher's own cgroup.
   std::string cgroup;
+  /// Enter a contained session (see `launch`).
+  launch_containment contain;
 };
 
 /// A started child: its pid (also its process group id) and our pipe ends.
@@ -53,6 +69,15 @@ struct launched_child {
 /// CLONE_PIDFD)`, the child then joining its cgroup by writing to its
 /// `cgroup.procs` before the exec. Either way no instruction of the new
 /// program runs outside the cgroup.
+///
+/// A contained launch (`spec.contain.ns_pidfd` set, x86_64 only) goes one
+/// step further: the cloned child (sharing the node's descriptor table,
+/// never touching it) enters the init's namespaces with one `setns` on its
+/// pidfd and clones the command with `CLONE_PARENT` (so the command is
+/// still the node's child, born in the session's PID namespace and in the
+/// cgroup), then exits. The command sets `PR_SET_NO_NEW_PRIVS`, its
+/// rlimits and restricts itself with the Landlock ruleset before its exec.
+/// Errors of those steps are `io_error` naming the step.
 ///
 /// The death signal fires when the *thread* that launched the child ends:
 /// launch from a thread that lives as long as the node (the actor

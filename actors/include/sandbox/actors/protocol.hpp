@@ -22,6 +22,7 @@
 #include "sandbox/execution.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/stat.hpp"
+#include "sandbox/isolation.hpp"
 
 // -- errors -------------------------------------------------------------------
 
@@ -50,6 +51,12 @@ typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, isolation_limits& x) {
+  return f(caf::meta::type_name("sandbox::isolation_limits"), x.cpu_seconds,
+           x.file_size, x.open_files, x.memory, x.processes);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stop_receipt& x) {
   return f(caf::meta::type_name("sandbox::stop_receipt"), x.ended, x.killed,
            x.survivors, x.mode);
@@ -73,12 +80,19 @@ struct session_config {
   caf::actor owner;
   /// The session outlives its creator: only a `stop` ends it.
   bool detached = false;
+  /// `none` or `contained` (docs/security.md); unset: the node's default
+  /// (`runtime_config::isolation`). A contained session the host cannot
+  /// fully give is refused (`unsupported`, naming what is missing).
+  caf::optional<isolation_mode> isolation;
+  /// Limits of a contained session (ignored by `none`).
+  isolation_limits limits;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_config& x) {
   return f(caf::meta::type_name("sandbox::actors::session_config"),
-           x.working_directory, x.home_directory, x.env, x.owner, x.detached);
+           x.working_directory, x.home_directory, x.env, x.owner, x.detached,
+           x.isolation, x.limits);
 }
 
 /// What a session tells about itself.
@@ -93,13 +107,14 @@ struct session_info {
   bool stopped = false;
   /// How the node holds the session's processes.
   containment_mode containment = containment_mode::process_group;
+  isolation_mode isolation = isolation_mode::none;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_info& x) {
   return f(caf::meta::type_name("sandbox::actors::session_info"), x.id,
            x.working_directory, x.home_directory, x.port, x.children,
-           x.stopped, x.containment);
+           x.stopped, x.containment, x.isolation);
 }
 
 } // namespace sandbox::actors

@@ -6,10 +6,12 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
+#include "sandbox/isolation.hpp"
 #include "sandbox/reactor.hpp"
 #include "sandbox/reaper.hpp"
 #include "sandbox/terminator.hpp"
@@ -67,6 +69,14 @@ struct runtime_config {
   size_t file_threads = 2;
   /// How process trees are held; see `containment_choice`.
   containment_choice containment = containment_choice::automatic;
+  /// The isolation of sessions whose config does not choose one
+  /// (docs/security.md). `contained`: `validate` refuses the config on a
+  /// host that cannot give it.
+  isolation_mode isolation = isolation_mode::none;
+  /// Paths that commands of contained sessions cannot read (they read as
+  /// empty), e.g. the node's TLS key; the node's base directory (other
+  /// sessions' directories) is always added.
+  std::vector<std::string> isolation_deny;
 };
 
 /// Checks every value of `cfg`, including that the shell is an absolute

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
@@ -31,6 +32,12 @@ struct session_params {
   /// The node that made the session, told `ended` when a stop completes
   /// (weak: the node holds its sessions, not the other way round).
   caf::actor_addr node;
+  /// The session's isolation (its config's, else the node's default); a
+  /// contained session gets its namespaces at its first execution.
+  isolation_mode isolation = isolation_mode::none;
+  isolation_limits limits;
+  /// Paths its commands cannot read (contained only).
+  std::vector<std::string> deny;
 };
 
 struct session_state;

@@ -1,0 +1,293 @@
+#define CAF_SUITE actors.contained
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+// Escape tests of contained sessions (docs/security.md): each attempt must
+// fail from inside. Skipped, with the reason, only where the host cannot
+// give contained sessions at all.
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+
+#include "fixture.hpp"
+#include "sandbox/isolation.hpp"
+
+using sandbox::exec_options;
+using sandbox::isolation_mode;
+using sandbox::actors::blocking_session;
+using sandbox::actors::session_config;
+
+extern char** environ;
+
+namespace {
+
+bool host_can_contain() {
+  auto missing = sandbox::host_isolation().missing();
+  if (!missing.empty())
+    CAF_MESSAGE("skipped: this host cannot give contained sessions: "
+                << missing);
+  return missing.empty();
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  return {std::istreambuf_iterator<char>{in}, {}};
+}
+
+/// A helper process of the test itself (outside every session): `sleep`,
+/// ended and reaped by the destructor.
+struct host_helper {
+  pid_t pid = -1;
+  host_helper() {
+    const char* argv[] = {"sleep", "300", nullptr};
+    if (::posix_spawn(&pid, "/bin/sleep", nullptr, nullptr,
+                      const_cast<char* const*>(argv), environ)
+        != 0)
+      throw std::runtime_error("posix_spawn sleep");
+  }
+  bool alive() const {
+    int status = 0;
+    return ::waitpid(pid, &status, WNOHANG) == 0;
+  }
+  ~host_helper() {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+};
+
+struct fixture {
+  sandbox::test::temp_dir dir;
+  std::string key;
+  std::unique_ptr<sandbox::actors::embedded_node> node;
+
+  fixture() {
+    key = dir.path + "/node-key.pem";
+    std::ofstream{key} << "SECRET-KEY";
+    ::mkdir((dir.path + "/base").c_str(), 0755);
+    ::mkdir((dir.path + "/outside").c_str(), 0755);
+    auto cfg = sandbox::test::node_fixture::config();
+    cfg.isolation = isolation_mode::contained;
+    cfg.isolation_deny = {key};
+    sandbox::actors::node_config ncfg;
+    ncfg.base_directory = dir.path + "/base";
+    if (sandbox::host_isolation().missing().empty())
+      node = std::make_unique<sandbox::actors::embedded_node>(cfg, ncfg);
+  }
+
+  /// A contained session in a new directory under the base directory.
+  blocking_session make_session() {
+    session_config cfg;
+    cfg.home_directory = dir.path + "/home";
+    auto s = blocking_session::create(*node, cfg);
+    if (!s)
+      throw std::runtime_error(s.error().message);
+    return std::move(*s);
+  }
+
+  static sandbox::exec_result run(blocking_session& s,
+                                  const std::string& cmd) {
+    auto r = s.execute(cmd, {});
+    if (!r)
+      throw std::runtime_error(r.error().message);
+    return std::move(*r);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(contained_tests, fixture)
+
+CAF_TEST(an honest command sees its directories and its results) {
+  if (!host_can_contain())
+    return;
+  auto s = make_session();
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK(info->isolation == isolation_mode::contained);
+  auto r = run(s, "pwd; echo hi > f && cat f; echo \"$HOME\"; "
+                  "echo t > /tmp/t && cat /tmp/t; exit 3");
+  CAF_CHECK_EQUAL(r.exit_code, 3);
+  CAF_CHECK_EQUAL(r.stdout_data, info->working_directory + "\nhi\n"
+                                   + dir.path + "/home\nt\n");
+  CAF_CHECK(exists(info->working_directory + "/f"));
+  // The private /tmp is not the host's.
+  CAF_CHECK(!exists("/tmp/t") || slurp("/tmp/t") != "t\n");
+  (void) s.stop();
+}
+
+CAF_TEST(a write outside the allowed directories fails) {
+  if (!host_can_contain())
+    return;
+  auto s = make_session();
+  auto target = dir.path + "/outside/escaped";
+  auto r = run(s, "echo x > " + target);
+  CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
+  CAF_CHECK(!exists(target));
+  auto m = run(s, "mkdir " + dir.path + "/outside/d");
+  CAF_CHECK_NOT_EQUAL(m.exit_code, 0);
+  CAF_CHECK(!exists(dir.path + "/outside/d"));
+  // The key, denied and outside the allowed directories, stays.
+  run(s, "rm -f " + key);
+  CAF_CHECK_EQUAL(slurp(key), "SECRET-KEY");
+  (void) s.stop();
+}
+
+CAF_TEST(a denied path cannot be read) {
+  if (!host_can_contain())
+    return;
+  auto s = make_session();
+  auto r = run(s, "cat " + key);
+  CAF_CHECK(r.stdout_data.find("SECRET") == std::string::npos);
+  (void) s.stop();
+}
+
+CAF_TEST(the files of another session cannot be reached) {
+  if (!host_can_contain())
+    return;
+  auto a = make_session();
+  auto b = make_session();
+  auto a_info = a.info();
+  SANDBOX_REQUIRE_OK(a_info);
+  CAF_REQUIRE_EQUAL(run(a, "echo private-a > mine").exit_code, 0);
+  auto r = run(b, "cat " + a_info->working_directory + "/mine; ls "
+                    + dir.path + "/base");
+  CAF_CHECK(r.stdout_data.find("private-a") == std::string::npos);
+  CAF_CHECK(r.stdout_data.find(a_info->id) == std::string::npos);
+  auto w = run(b, "echo x > " + a_info->working_directory + "/planted");
+  CAF_CHECK_NOT_EQUAL(w.exit_code, 0);
+  CAF_CHECK(!exists(a_info->working_directory + "/planted"));
+  (void) a.stop();
+  (void) b.stop();
+}
+
+CAF_TEST(proc lists the session processes only) {
+  if (!host_can_contain())
+    return;
+  host_helper helper;
+  auto s = make_session();
+  auto r = run(s, "echo $$; test -e /proc/" + std::to_string(helper.pid)
+                    + " && echo visible; ls /proc | grep -c '^[0-9]'");
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK(r.stdout_data.find("visible") == std::string::npos);
+  // The init, the shell, ls and grep at most.
+  auto lines = r.stdout_data;
+  auto count = std::stoi(lines.substr(lines.rfind('\n', lines.size() - 2) + 1));
+  CAF_CHECK_LESS_OR_EQUAL(count, 4);
+  (void) s.stop();
+}
+
+CAF_TEST(a host process cannot be signalled) {
+  if (!host_can_contain())
+    return;
+  host_helper helper;
+  auto s = make_session();
+  auto r = run(s, "kill -KILL " + std::to_string(helper.pid));
+  CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
+  CAF_CHECK(helper.alive());
+  (void) s.stop();
+}
+
+CAF_TEST(the network is loopback only) {
+  if (!host_can_contain())
+    return;
+  // A listener of the test on the host's loopback.
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  CAF_REQUIRE_EQUAL(::bind(l, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  CAF_REQUIRE_EQUAL(::listen(l, 1), 0);
+  CAF_REQUIRE_EQUAL(::getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len),
+                    0);
+  auto port = ntohs(addr.sin_port);
+  auto s = make_session();
+  auto out = run(s, std::string{sandbox::test::test_child()} + " connect "
+                      + std::to_string(port));
+  CAF_CHECK_NOT_EQUAL(out.exit_code, 0);
+  CAF_CHECK_EQUAL(out.stdout_data, "ECONNREFUSED\n");
+  auto own = run(s, std::string{sandbox::test::test_child()} + " connect 0");
+  CAF_CHECK_EQUAL(own.exit_code, 0);
+  CAF_CHECK_EQUAL(own.stdout_data, "connected\n");
+  ::close(l);
+  (void) s.stop();
+}
+
+CAF_TEST(nothing of the session survives its stop) {
+  if (!host_can_contain())
+    return;
+  std::random_device rd;
+  auto token = "300." + std::to_string(rd() % 900000 + 100000);
+  auto s = make_session();
+  auto r = run(s, "(setsid env -i sleep " + token + " > /dev/null 2>&1 &)");
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  // The escaper, as the host sees it.
+  std::vector<int> pidfds;
+  for (auto& e : sandbox::proc_snapshot()) {
+    if (e.zombie())
+      continue;
+    auto cmdline = slurp("/proc/" + std::to_string(e.pid) + "/cmdline");
+    if (cmdline.find(token) != std::string::npos)
+      pidfds.push_back(static_cast<int>(::syscall(SYS_pidfd_open, e.pid, 0)));
+  }
+  CAF_REQUIRE_EQUAL(pidfds.size(), 1u);
+  auto receipt = s.stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+  // Its exit is an event (the pidfd becomes readable); the bound only keeps
+  // a broken build from hanging.
+  pollfd p{pidfds[0], POLLIN, 0};
+  CAF_CHECK_EQUAL(::poll(&p, 1, 10000), 1);
+  ::close(pidfds[0]);
+}
+
+CAF_TEST(a fork bomb is bounded by the process limit) {
+  if (!host_can_contain())
+    return;
+  if (!sandbox::host_isolation().has_controller("pids")) {
+    CAF_MESSAGE("skipped: the cgroup v2 pids controller is not available to "
+                "the node's cgroups here");
+    return;
+  }
+  session_config cfg;
+  cfg.home_directory = dir.path + "/home";
+  cfg.limits.processes = 32;
+  auto s = blocking_session::create(*node, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  auto r = run(*s, std::string{sandbox::test::test_child()} + " fork-bomb");
+  CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
+  auto receipt = s->stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(a limit the host cannot give is refused and named) {
+  if (!host_can_contain())
+    return;
+  if (sandbox::host_isolation().has_controller("pids"))
+    return;
+  session_config cfg;
+  cfg.limits.processes = 32;
+  auto s = blocking_session::create(*node, cfg);
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == sandbox::errc::unsupported);
+  CAF_CHECK(s.error().message.find("pids controller") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

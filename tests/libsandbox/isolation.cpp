@@ -1,0 +1,181 @@
+#define CAF_SUITE libsandbox.isolation
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "helpers/temp_dir.hpp"
+#include "sandbox/isolation.hpp"
+#include "sandbox/launcher.hpp"
+
+using sandbox::containment_spec;
+using sandbox::contained_session;
+
+namespace {
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string drain(int fd) {
+  std::string s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0)
+      s.append(buf, static_cast<size_t>(n));
+  return s;
+}
+
+/// Runs `command` with /bin/sh in `s` (its namespaces, Landlock, limits).
+sandbox::result<run_result> run_in(const contained_session& s,
+                                   const std::string& cwd,
+                                   const std::string& command) {
+  sandbox::launch_spec spec;
+  spec.executable = "/bin/sh";
+  spec.argv = {"sh", "-c", command};
+  spec.cwd = cwd;
+  spec.env = {{"PATH", "/usr/bin:/bin"}};
+  spec.contain.ns_pidfd = s.init_pidfd();
+  spec.contain.landlock_ruleset = s.ruleset_fd();
+  spec.contain.cpu_seconds = s.limits().cpu_seconds;
+  spec.contain.file_size = s.limits().file_size;
+  spec.contain.open_files = s.limits().open_files;
+  auto child = sandbox::launch(spec);
+  if (!child) {
+    CAF_MESSAGE("launch failed: " << child.error().message);
+    return child.error();
+  }
+  run_result r;
+  r.out = drain(child->stdout_r.get());
+  r.err = drain(child->stderr_r.get());
+  int status = 0;
+  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
+                                  : 128 + WTERMSIG(status);
+  return r;
+}
+
+bool host_can_contain() {
+  auto missing = sandbox::host_isolation().missing();
+  if (!missing.empty())
+    CAF_MESSAGE("skipped: this host cannot give contained sessions: "
+                << missing);
+  return missing.empty();
+}
+
+struct fixture {
+  sandbox::test::temp_dir wd;
+  sandbox::test::temp_dir home;
+  sandbox::test::temp_dir outside;
+
+  containment_spec spec() const {
+    containment_spec s;
+    s.working_directory = wd.path;
+    s.home_directory = home.path;
+    return s;
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(isolation_tests, fixture)
+
+CAF_TEST(the probe names what is missing or nothing) {
+  auto& host = sandbox::host_isolation();
+  auto missing = host.missing();
+  CAF_CHECK_EQUAL(missing.empty(),
+                  host.namespaces
+                    && host.landlock_abi >= sandbox::min_landlock_abi);
+  // The probe is made once: the same object every time.
+  CAF_CHECK_EQUAL(&host, &sandbox::host_isolation());
+  sandbox::isolation_limits wants_pids;
+  wants_pids.processes = 10;
+  if (!host.has_controller("pids"))
+    CAF_CHECK(host.missing(wants_pids).find("pids controller")
+              != std::string::npos);
+}
+
+CAF_TEST(isolation modes parse and print) {
+  auto none = sandbox::parse_isolation("none");
+  auto contained = sandbox::parse_isolation("contained");
+  CAF_REQUIRE(none && contained);
+  CAF_CHECK(*none == sandbox::isolation_mode::none);
+  CAF_CHECK(*contained == sandbox::isolation_mode::contained);
+  auto bad = sandbox::parse_isolation("jail");
+  CAF_REQUIRE(!bad);
+  CAF_CHECK(bad.error().message.find("jail") != std::string::npos);
+  CAF_CHECK_EQUAL(sandbox::to_string(sandbox::isolation_mode::contained),
+                  "contained");
+}
+
+CAF_TEST(a command runs in the session namespaces) {
+  if (!host_can_contain())
+    return;
+  auto s = contained_session::start(spec());
+  CAF_REQUIRE(s);
+  // echo and the glob are the shell's own: no other process exists.
+  auto r = run_in(**s, wd.path, "echo $$; hostname; echo /proc/[0-9]*");
+  CAF_REQUIRE(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  // PID 1 is the init, the shell is the next process of the namespace,
+  // and /proc lists those two only.
+  CAF_CHECK_EQUAL(r->out, "2\nsandbox\n/proc/1 /proc/2\n");
+}
+
+CAF_TEST(a command writes its directories and nothing else) {
+  if (!host_can_contain())
+    return;
+  auto s = contained_session::start(spec());
+  CAF_REQUIRE(s);
+  auto r = run_in(**s, wd.path,
+                  "echo a > in-wd && echo b > " + home.path + "/in-home && echo c > "
+                  "/tmp/private && cat /tmp/private && echo d > /dev/null");
+  CAF_REQUIRE(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(r->err, "");
+  struct stat st;
+  CAF_CHECK_EQUAL(::stat(wd.at("in-wd").c_str(), &st), 0);
+  auto out = run_in(**s, wd.path, "echo x > " + outside.path + "/escaped");
+  CAF_REQUIRE(out);
+  CAF_CHECK_NOT_EQUAL(out->exit_code, 0);
+  CAF_CHECK_NOT_EQUAL(::stat(outside.at("escaped").c_str(), &st), 0);
+}
+
+CAF_TEST(a denied path reads as empty) {
+  if (!host_can_contain())
+    return;
+  {
+    std::ofstream secret{outside.at("key.pem")};
+    secret << "SECRET";
+  }
+  auto sp = spec();
+  sp.deny = {outside.at("key.pem")};
+  auto s = contained_session::start(sp);
+  CAF_REQUIRE(s);
+  auto r = run_in(**s, wd.path, "cat " + outside.at("key.pem"));
+  CAF_REQUIRE(r);
+  CAF_CHECK_EQUAL(r->out, "");
+}
+
+CAF_TEST(killing the init ends every process of the session) {
+  if (!host_can_contain())
+    return;
+  auto s = contained_session::start(spec());
+  CAF_REQUIRE(s);
+  auto pid = (*s)->init_pid();
+  CAF_CHECK_EQUAL(::kill(pid, 0), 0);
+  s->reset();
+  CAF_CHECK_NOT_EQUAL(::kill(pid, 0), 0);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
