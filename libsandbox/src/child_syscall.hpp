@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #if defined(__clang__)
 #  if __has_attribute(disable_sanitizer_instrumentation)
@@ -45,5 +46,23 @@ child_sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
   return ret == -1 ? -errno : ret;
 }
 #endif
+
+/// CLONE_INTO_CGROUP (Linux 5.7; not in every libc's headers).
+constexpr uint64_t clone_into_cgroup = 0x200000000ULL;
+
+/// The clone3 argument block, version 2 (with `cgroup`, Linux 5.7).
+struct clone_args_v2 {
+  uint64_t flags = 0;
+  uint64_t pidfd = 0;
+  uint64_t child_tid = 0;
+  uint64_t parent_tid = 0;
+  uint64_t exit_signal = 0;
+  uint64_t stack = 0;
+  uint64_t stack_size = 0;
+  uint64_t tls = 0;
+  uint64_t set_tid = 0;
+  uint64_t set_tid_size = 0;
+  uint64_t cgroup = 0;
+};
 
 } // namespace sandbox::detail

@@ -58,6 +58,8 @@
 namespace sandbox {
 
 using detail::child_sys;
+using detail::clone_args_v2;
+using detail::clone_into_cgroup;
 
 std::string_view to_string(isolation_mode x) noexcept {
   return x == isolation_mode::contained ? "contained" : "none";
@@ -430,21 +432,6 @@ fail:
   return 127;
 }
 
-struct clone_args_v2 {
-  uint64_t flags = 0;
-  uint64_t pidfd = 0;
-  uint64_t child_tid = 0;
-  uint64_t parent_tid = 0;
-  uint64_t exit_signal = 0;
-  uint64_t stack = 0;
-  uint64_t stack_size = 0;
-  uint64_t tls = 0;
-  uint64_t set_tid = 0;
-  uint64_t set_tid_size = 0;
-  uint64_t cgroup = 0;
-};
-
-constexpr uint64_t clone_into_cgroup = 0x200000000ULL;
 constexpr size_t init_stack_size = 32 * 1024;
 
 } // namespace

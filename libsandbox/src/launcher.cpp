@@ -34,6 +34,10 @@ extern char** environ;
 
 namespace sandbox {
 
+using detail::child_sys;
+using detail::clone_args_v2;
+using detail::clone_into_cgroup;
+
 namespace {
 
 // Pipes are created close-on-exec: only the ends dup2'ed onto 0, 1 and 2
@@ -71,43 +75,6 @@ result<void> above_stdio(unique_fd& fd) {
 // parent in a `child_plan`; a failure goes back through the plan, then the
 // child exits with 127. Its dispositions are reset before it unblocks any
 // signal, so no handler of the node ever runs on the child's stack.
-
-#if defined(__clang__)
-#  if __has_attribute(disable_sanitizer_instrumentation)
-#    define SANDBOX_CHILD_CODE                                                 \
-      __attribute__((disable_sanitizer_instrumentation, noinline))
-#  else
-#    define SANDBOX_CHILD_CODE                                                 \
-      __attribute__((no_sanitize("address", "thread", "undefined"), noinline))
-#  endif
-#else
-#  define SANDBOX_CHILD_CODE                                                   \
-    __attribute__((no_sanitize_address, no_sanitize_thread,                    \
-                   no_sanitize_undefined, noinline))
-#endif
-
-/// A system call that touches neither errno nor any other libc state;
-/// returns the result or -errno.
-#if defined(__x86_64__)
-__attribute__((always_inline)) inline long sys(long n, long a = 0, long b = 0,
-                                               long c = 0, long d = 0) {
-  long ret;
-  register long r10 asm("r10") = d;
-  asm volatile("syscall"
-               : "=a"(ret)
-               : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10)
-               : "rcx", "r11", "memory");
-  return ret;
-}
-#else
-// Elsewhere libc's syscall(2), whose errno write lands in the waiting
-// parent thread's errno: harmless, the parent reads the plan instead.
-__attribute__((always_inline)) inline long sys(long n, long a = 0, long b = 0,
-                                               long c = 0, long d = 0) {
-  long ret = ::syscall(n, a, b, c, d);
-  return ret == -1 ? -errno : ret;
-}
-#endif
 
 /// The steps of the child, in order; the failing one is reported.
 enum child_stage : int {
@@ -157,9 +124,9 @@ struct child_plan {
   int stage = stage_none;
 };
 
-SANDBOX_CHILD_CODE int child_main(void* arg);
-SANDBOX_CHILD_CODE long contained_steps(child_plan* p, int& stage);
-SANDBOX_CHILD_CODE int enter_session(child_plan* p);
+SANDBOX_CHILD_FN int child_main(void* arg);
+SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage);
+SANDBOX_CHILD_FN int enter_session(child_plan* p);
 
 /// The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
 struct kernel_sigaction {
@@ -169,7 +136,7 @@ struct kernel_sigaction {
   uint64_t mask = 0;
 };
 
-SANDBOX_CHILD_CODE int child_main(void* arg) {
+SANDBOX_CHILD_FN int child_main(void* arg) {
   auto* p = static_cast<child_plan*>(arg);
   long r = 0;
   int stage = stage_none;
@@ -179,37 +146,37 @@ SANDBOX_CHILD_CODE int child_main(void* arg) {
   kernel_sigaction dfl;
   for (long sig = 1; sig <= 64; ++sig)
     if (sig != SIGKILL && sig != SIGSTOP)
-      sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
+      child_sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
   if (p->ns_pidfd >= 0 && !p->inner)
     return enter_session(p);
   // Its own process group: the fallback mode's tracking and `kill` of a
   // spawned process reach the whole group.
-  if ((r = sys(SYS_setpgid, 0, 0)) < 0) {
+  if ((r = child_sys(SYS_setpgid, 0, 0)) < 0) {
     stage = stage_pgid;
     goto fail;
   }
   // Dies with the launching thread (see launcher.hpp).
-  if ((r = sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
+  if ((r = child_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
     stage = stage_deathsig;
     goto fail;
   }
-  if (sys(SYS_getppid) != p->parent) {
+  if (child_sys(SYS_getppid) != p->parent) {
     r = -ESRCH;
     stage = stage_orphaned;
     goto fail;
   }
-  if ((r = sys(SYS_dup3, p->fd_in, 0, 0)) < 0
-      || (r = sys(SYS_dup3, p->fd_out, 1, 0)) < 0
-      || (r = sys(SYS_dup3, p->fd_err, 2, 0)) < 0) {
+  if ((r = child_sys(SYS_dup3, p->fd_in, 0, 0)) < 0
+      || (r = child_sys(SYS_dup3, p->fd_out, 1, 0)) < 0
+      || (r = child_sys(SYS_dup3, p->fd_err, 2, 0)) < 0) {
     stage = stage_stdio;
     goto fail;
   }
-  if ((r = sys(SYS_chdir, reinterpret_cast<long>(p->cwd))) < 0) {
+  if ((r = child_sys(SYS_chdir, reinterpret_cast<long>(p->cwd))) < 0) {
     stage = stage_cwd;
     goto fail;
   }
   if (p->cgroup_procs >= 0
-      && (r = sys(SYS_write, p->cgroup_procs, reinterpret_cast<long>("0"), 1))
+      && (r = child_sys(SYS_write, p->cgroup_procs, reinterpret_cast<long>("0"), 1))
            < 0) {
     stage = stage_cgroup;
     goto fail;
@@ -219,18 +186,18 @@ SANDBOX_CHILD_CODE int child_main(void* arg) {
   // Descriptors a host application opened without O_CLOEXEC must not leak
   // into children either (a kernel without close_range: exec still closes
   // ours, which are all close-on-exec).
-  sys(SYS_close_range, 3, ~0L, 0);
+  child_sys(SYS_close_range, 3, ~0L, 0);
   {
     uint64_t none = 0;
-    sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, 8);
+    child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, 8);
   }
-  r = sys(SYS_execve, reinterpret_cast<long>(p->path),
+  r = child_sys(SYS_execve, reinterpret_cast<long>(p->path),
           reinterpret_cast<long>(p->argv), reinterpret_cast<long>(p->envp));
   stage = stage_exec;
 fail:
   p->err = static_cast<int>(-r);
   p->stage = stage;
-  sys(SYS_exit, 127);
+  child_sys(SYS_exit, 127);
   return 127;
 }
 
@@ -291,23 +258,6 @@ error too_long(const launch_spec& spec, const exec_arrays& arrays) {
 }
 
 // -- clone --------------------------------------------------------------------
-
-constexpr uint64_t clone_into_cgroup = 0x200000000ULL;
-
-/// The clone3 argument block, version 2 (with `cgroup`, Linux 5.7).
-struct clone_args_v2 {
-  uint64_t flags = 0;
-  uint64_t pidfd = 0;
-  uint64_t child_tid = 0;
-  uint64_t parent_tid = 0;
-  uint64_t exit_signal = 0;
-  uint64_t stack = 0;
-  uint64_t stack_size = 0;
-  uint64_t tls = 0;
-  uint64_t set_tid = 0;
-  uint64_t set_tid_size = 0;
-  uint64_t cgroup = 0;
-};
 
 /// Set once clone3 answered ENOSYS (an old kernel, or a seccomp filter that
 /// refuses it so that libc falls back): never tried again.
@@ -409,14 +359,14 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
 /// threaded and has its own fs_struct, which `setns` of a user and a mount
 /// namespace requires; entering the PID namespace only places the children
 /// made afterwards, hence the second clone.
-SANDBOX_CHILD_CODE int enter_session(child_plan* p) {
-  long r = sys(SYS_setns, p->ns_pidfd,
+SANDBOX_CHILD_FN int enter_session(child_plan* p) {
+  long r = child_sys(SYS_setns, p->ns_pidfd,
                CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC
                  | CLONE_NEWUTS | CLONE_NEWNET);
   if (r < 0) {
     p->err = static_cast<int>(-r);
     p->stage = stage_setns;
-    sys(SYS_exit, 127);
+    child_sys(SYS_exit, 127);
   }
   clone_args_v2 args;
   args.flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT | CLONE_PIDFD;
@@ -430,18 +380,18 @@ SANDBOX_CHILD_CODE int enter_session(child_plan* p) {
   if (r < 0) {
     p->err = static_cast<int>(-r);
     p->stage = stage_clone_inner;
-    sys(SYS_exit, 127);
+    child_sys(SYS_exit, 127);
   }
   p->inner_pid = r;
-  sys(SYS_exit, 0);
+  child_sys(SYS_exit, 0);
   return 0;
 }
 
 /// The command's own steps in a contained session, after its cwd: no new
 /// privileges (no set-uid gain), the rlimits, then Landlock for good.
-SANDBOX_CHILD_CODE long contained_steps(child_plan* p, int& stage) {
+SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
   // prctl checks that its unused arguments are 0: all five are passed.
-  long r = detail::child_sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  long r = child_sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   if (r < 0) {
     stage = stage_no_new_privs;
     return r;
@@ -451,14 +401,14 @@ SANDBOX_CHILD_CODE long contained_steps(child_plan* p, int& stage) {
       continue;
     uint64_t both[2] = {static_cast<uint64_t>(lim[1]),
                         static_cast<uint64_t>(lim[1])};
-    if ((r = sys(SYS_prlimit64, 0, lim[0], reinterpret_cast<long>(both), 0))
+    if ((r = child_sys(SYS_prlimit64, 0, lim[0], reinterpret_cast<long>(both), 0))
         < 0) {
       stage = stage_rlimit;
       return r;
     }
   }
   if (p->ruleset >= 0
-      && (r = sys(SYS_landlock_restrict_self, p->ruleset, 0)) < 0) {
+      && (r = child_sys(SYS_landlock_restrict_self, p->ruleset, 0)) < 0) {
     stage = stage_landlock;
     return r;
   }
