@@ -170,7 +170,8 @@ std::string option_given_dashes(const CLI::App& app) {
 /// Global options that would change nothing for the chosen subcommand
 /// are usage errors: the TLS files secure a connection (--node, serve),
 /// serve has no node or session to be pointed at, and the session
-/// subcommands take no --session (`session stop` takes the id).
+/// subcommands take no --session (`session stop` takes the id); only a
+/// command that creates a session takes --isolation.
 std::optional<int> check_scope(CLI::App& app, const global_options& g) {
   bool serving = app.get_subcommand("serve")->parsed();
   if (app.get_subcommand("session")->parsed() && !g.session.empty())
@@ -182,6 +183,13 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
     return usage_error(g, "--tls-cert, --tls-key and --tls-ca secure the "
                           "connection to a node: they need --node (or the "
                           "serve subcommand)");
+  auto* session = app.get_subcommand("session");
+  bool creates = !session->parsed()
+                 || session->get_subcommand("create")->parsed();
+  if (!g.isolation.empty() && (!g.session.empty() || !creates))
+    return usage_error(g, "--isolation sets the isolation of the sessions a "
+                          "command creates: it does nothing for an existing "
+                          "session (--session), session list or session stop");
   if (serving && (!g.nodes.empty() || !g.session.empty()))
     return usage_error(g, fmt::format("serve: {} is for clients of a node",
                                       g.nodes.empty() ? "--session"

@@ -56,6 +56,18 @@ CAF_TEST(the session subcommands take no session option) {
   }
 }
 
+CAF_TEST(isolation is only for commands that create a session) {
+  temp_dir dir;
+  for (auto words : {"--session x run -- 'touch ran'", "session list",
+                     "session stop x"}) {
+    auto r = run_shell("cd '" + dir.path + "' && " SANDBOX_CLI
+                       " --isolation none " + std::string{words} + " 2>&1");
+    CAF_CHECK_EQUAL(r.status, 2);
+    CAF_CHECK(has(r.out, "--isolation sets the isolation of the sessions"));
+    CAF_CHECK(::access(dir.at("ran").c_str(), F_OK) != 0);
+  }
+}
+
 CAF_TEST(help shows what each TLS option is for) {
   auto r = run_shell(SANDBOX_CLI " --help");
   CAF_CHECK_EQUAL(r.status, 0);
