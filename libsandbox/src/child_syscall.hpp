@@ -4,6 +4,8 @@
 // (CLONE_VM) before its exec: no libc function (errno and libc's locks
 // belong to the parent's thread) and no sanitizer hook.
 
+#include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +48,24 @@ child_sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
   return ret == -1 ? -errno : ret;
 }
 #endif
+
+/// The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
+struct kernel_sigaction {
+  unsigned long handler = 0;
+  unsigned long flags = 0;
+  unsigned long restorer = 0;
+  uint64_t mask = 0;
+};
+
+/// Default dispositions for every signal (glibc's internal 32 and 33
+/// included: an ignore would survive the exec and reach every
+/// descendant); SIGKILL and SIGSTOP cannot be changed.
+__attribute__((always_inline)) inline void reset_signal_dispositions() {
+  kernel_sigaction dfl;
+  for (long sig = 1; sig <= 64; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      child_sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
+}
 
 /// CLONE_INTO_CGROUP (Linux 5.7; not in every libc's headers).
 constexpr uint64_t clone_into_cgroup = 0x200000000ULL;

@@ -272,13 +272,6 @@ struct init_plan {
   int stage = init_ok;
 };
 
-struct kernel_sigaction {
-  unsigned long handler = 0;
-  unsigned long flags = 0;
-  unsigned long restorer = 0;
-  uint64_t mask = 0;
-};
-
 SANDBOX_CHILD_FN long write_file(const char* path, const char* data,
                                  size_t len) {
   long fd = child_sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
@@ -312,12 +305,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   auto* p = static_cast<init_plan*>(arg);
   long r = 0;
   int stage = init_ok;
-  {
-    kernel_sigaction dfl;
-    for (long sig = 1; sig <= 64; ++sig)
-      if (sig != SIGKILL && sig != SIGSTOP)
-        child_sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
-  }
+  detail::reset_signal_dispositions();
   if ((r = child_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
     stage = init_deathsig;
     goto fail;

@@ -128,25 +128,11 @@ SANDBOX_CHILD_FN int child_main(void* arg);
 SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage);
 SANDBOX_CHILD_FN int enter_session(child_plan* p);
 
-/// The kernel's struct sigaction, all zero: SIG_DFL, no flags, empty mask.
-struct kernel_sigaction {
-  unsigned long handler = 0;
-  unsigned long flags = 0;
-  unsigned long restorer = 0;
-  uint64_t mask = 0;
-};
-
 SANDBOX_CHILD_FN int child_main(void* arg) {
   auto* p = static_cast<child_plan*>(arg);
   long r = 0;
   int stage = stage_none;
-  // Default dispositions for every signal (glibc's internal 32 and 33
-  // included: an ignore would survive the exec and reach every
-  // descendant); SIGKILL and SIGSTOP cannot be changed.
-  kernel_sigaction dfl;
-  for (long sig = 1; sig <= 64; ++sig)
-    if (sig != SIGKILL && sig != SIGSTOP)
-      child_sys(SYS_rt_sigaction, sig, reinterpret_cast<long>(&dfl), 0, 8);
+  detail::reset_signal_dispositions();
   if (p->ns_pidfd >= 0 && !p->inner)
     return enter_session(p);
   // Its own process group: the fallback mode's tracking and `kill` of a

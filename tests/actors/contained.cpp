@@ -20,6 +20,7 @@
 #include <random>
 
 #include "fixture.hpp"
+#include "helpers/can_contain.hpp"
 #include "sandbox/isolation.hpp"
 
 using sandbox::exec_options;
@@ -29,15 +30,9 @@ using sandbox::actors::session_config;
 
 extern char** environ;
 
-namespace {
+using sandbox::test::host_can_contain;
 
-bool host_can_contain() {
-  auto missing = sandbox::host_isolation().missing();
-  if (!missing.empty())
-    CAF_MESSAGE("skipped: this host cannot give contained sessions: "
-                << missing);
-  return missing.empty();
-}
+namespace {
 
 bool exists(const std::string& path) {
   struct stat st;

@@ -11,11 +11,14 @@
 #include <string>
 
 #include "helpers/temp_dir.hpp"
+#include "helpers/can_contain.hpp"
 #include "sandbox/isolation.hpp"
 #include "sandbox/launcher.hpp"
 
 using sandbox::containment_spec;
 using sandbox::contained_session;
+
+using sandbox::test::host_can_contain;
 
 namespace {
 
@@ -63,14 +66,6 @@ sandbox::result<run_result> run_in(const contained_session& s,
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
                                   : 128 + WTERMSIG(status);
   return r;
-}
-
-bool host_can_contain() {
-  auto missing = sandbox::host_isolation().missing();
-  if (!missing.empty())
-    CAF_MESSAGE("skipped: this host cannot give contained sessions: "
-                << missing);
-  return missing.empty();
 }
 
 struct fixture {
