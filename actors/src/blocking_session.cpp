@@ -204,6 +204,11 @@ result<session_info> blocking_session::info() {
   return after_stop(ask<session_info>(*sys_, handle_, info_atom_v));
 }
 
+result<std::vector<violation>> blocking_session::violations() {
+  return after_stop(
+    ask<std::vector<violation>>(*sys_, handle_, violations_atom_v));
+}
+
 result<void> blocking_process::write_stdin(std::string data) {
   // The process actor hands these bytes to the reactor (child_process).
   sandbox::detail::tsan_release(data.data());

@@ -66,6 +66,10 @@ struct process_state {
   /// The session was stopped: stdin and kill answer `session_stopped`.
   bool session_stopped = false;
   std::optional<exec_result> result;
+  /// Violations reported while the child runs (at most
+  /// `max_violations_per_result`; the rest are counted).
+  std::vector<violation> seen;
+  uint64_t seen_dropped = 0;
   std::vector<caf::typed_response_promise<exec_result>> waiters;
   std::map<uint64_t, caf::typed_response_promise<ok_atom>> writes;
   uint64_t next_write = 0;
@@ -104,6 +108,47 @@ void evaluate(const process_state& st, exec_result& r) {
       r.exit_code = exit_code_timeout;
     else if (*st.forced == exit_reason::cancelled)
       r.exit_code = exit_code_cancelled;
+  }
+}
+
+/// The limits the execution hit (contained sessions): SIGXCPU and SIGXFSZ
+/// name RLIMIT_CPU and RLIMIT_FSIZE; the counters of the session's cgroup
+/// that grew while it ran name the memory limit (a process killed) and the
+/// process limit (a fork refused). A limit "ended" the command when its
+/// exit shows it: that signal, SIGKILL after an OOM kill, or a failure
+/// after a refused fork.
+void judge_limits(const process_state& st, exec_result& r) {
+  int sig = WIFSIGNALED(st.status) ? WTERMSIG(st.status) : 0;
+  auto add = [&](violation_kind k, std::string detail) {
+    if (r.violations.size() < max_violations_per_result)
+      r.violations.push_back(violation{k, st.p.exec, std::move(detail)});
+    else
+      ++r.violations_dropped;
+  };
+  if (st.forced)
+    return;
+  if (sig == SIGXCPU) {
+    add(violation_kind::cpu_limit, "cpu time");
+    r.ended_by = violation_kind::cpu_limit;
+  } else if (sig == SIGXFSZ) {
+    add(violation_kind::file_size_limit, "file size");
+    r.ended_by = violation_kind::file_size_limit;
+  }
+  if (!st.p.limits)
+    return;
+  auto& lim = st.p.limits->limits();
+  auto now = st.p.limits->read();
+  if (now.oom_kills > st.p.limits_before.oom_kills) {
+    add(violation_kind::memory_limit,
+        fmt::format("memory {} bytes", lim.memory));
+    if (sig == SIGKILL)
+      r.ended_by = violation_kind::memory_limit;
+  }
+  if (now.forks_refused > st.p.limits_before.forks_refused) {
+    add(violation_kind::process_limit,
+        fmt::format("processes {}", lim.processes));
+    if (r.ended_by == violation_kind::none && r.exit_code != 0)
+      r.ended_by = violation_kind::process_limit;
   }
 }
 
@@ -210,6 +255,9 @@ void maybe_finish(self_ptr self) {
   send_queued(self, true);
   exec_result r;
   evaluate(st, r);
+  r.violations = std::move(st.seen);
+  r.violations_dropped = st.seen_dropped;
+  judge_limits(st, r);
   log::logger()->debug("{} ended: {} {}", log::tag{st.p.session_id, st.p.exec},
                        to_string(r.reason), r.exit_code);
   r.truncated = st.kept[0]->truncated() || st.kept[1]->truncated();
@@ -218,8 +266,11 @@ void maybe_finish(self_ptr self) {
   r.stderr_data = st.kept[1]->take();
   // The session learns first: a caller who has seen the result never finds
   // the execution still running there (its cancel key still held).
-  if (auto session = caf::actor_cast<session_actor_impl>(st.p.session))
+  if (auto session = caf::actor_cast<session_actor_impl>(st.p.session)) {
+    if (!r.violations.empty())
+      self->send(session, violations_atom_v, r.violations);
     self->send(session, exited_atom_v);
+  }
   // An execution's actor quits once its result went to the requester; the
   // `wait` the session delegated may still be on its way (the child can
   // finish before it arrives), in which case the `wait` handler quits.
@@ -419,6 +470,20 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     [self](eof_atom, int32_t stream) {
       self->state.eof[stream == 0 ? 0 : 1] = true;
       maybe_finish(self);
+    },
+    [self](violations_atom, std::vector<violation>& v) {
+      auto& st = self->state;
+      // Once the result is out, the session keeps them.
+      if (st.result) {
+        if (auto session = caf::actor_cast<session_actor_impl>(st.p.session))
+          self->send(session, violations_atom_v, std::move(v));
+        return;
+      }
+      for (auto& x : v)
+        if (st.seen.size() < max_violations_per_result)
+          st.seen.push_back(std::move(x));
+        else
+          ++st.seen_dropped;
     },
     [self](exited_atom, int32_t status) {
       self->state.status = status;

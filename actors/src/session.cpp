@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -25,6 +26,7 @@
 #include "sandbox/isolation.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/session_directories.hpp"
+#include "sandbox/syscall_watch.hpp"
 #include "sandbox/uuid.hpp"
 #include "sandbox/validation.hpp"
 
@@ -71,6 +73,11 @@ struct session_state {
   /// A contained session's namespaces (made at the first execution);
   /// destroying it kills them with everything inside.
   std::unique_ptr<contained_session> contained;
+  /// Its memory and process limits (with the contained session).
+  std::shared_ptr<session_limits> cgroup_limits;
+  /// What its executions and file operations were refused or hit, oldest
+  /// first (at most `max_session_violations`).
+  std::deque<violation> violations;
 
   session_state() = default;
   session_state(const session_state&) = delete;
@@ -187,17 +194,55 @@ result<void> ensure_contained(session_state& st) {
       return error{errc::io_error,
                    fmt::format("cannot make cgroup {}: {}", spec.cgroup,
                                std::strerror(errno))};
-    if (auto ok = apply_cgroup_limits(st.p.rt->cgroups()->process_root(),
-                                      session_cgroup, st.p.limits);
-        !ok)
-      return ok.error();
   }
+  auto limits = session_limits::make(
+    st.p.limits,
+    session_cgroup.empty() ? std::string{}
+                           : st.p.rt->cgroups()->process_root(),
+    session_cgroup, st.p.id);
+  if (!limits)
+    return limits.error();
+  st.cgroup_limits = *limits;
+  spec.cgroup_limits = st.cgroup_limits;
   auto s = contained_session::start(spec);
   if (!s)
     return s.error();
   (*s)->reap_on(st.p.rt->reactor());
   st.contained = std::move(*s);
   return {};
+}
+
+/// Reports what the seccomp filter of a contained command sees that
+/// Landlock or the network namespace will refuse: to the execution's
+/// process actor while it lives (its result carries them), else to the
+/// session.
+void watch_execution(self_ptr self, const process_actor_impl& handle,
+                     uint64_t exec_id, unique_fd listener) {
+  auto& st = self->state;
+  auto policy = std::make_shared<watch_policy>();
+  policy->writable = {st.p.working_directory, st.p.home_directory, "/tmp",
+                      "/dev/shm"};
+  policy->execution = exec_id;
+  auto gate = st.p.rt->gate();
+  weak_target process{
+    caf::weak_actor_ptr{caf::actor_cast<caf::strong_actor_ptr>(handle).get()},
+    gate};
+  watch_syscalls(st.p.rt->reactor(), std::move(listener), std::move(policy),
+                 [process, session = weak_self(self, *st.p.rt)](violation v) {
+                   std::vector<violation> one{std::move(v)};
+                   bool sent = false;
+                   process.gate->run([&] {
+                     if (auto strong = process.actor.lock()) {
+                       caf::anon_send(
+                         caf::actor_cast<process_actor_impl>(strong),
+                         violations_atom_v, one);
+                       sent = true;
+                     }
+                   });
+                   if (!sent)
+                     send_if_alive<session_actor_impl>(session,
+                                                       violations_atom_v, one);
+                 });
 }
 
 result<session_child>
@@ -225,6 +270,11 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     c.cpu_seconds = st.p.limits.cpu_seconds;
     c.file_size = st.p.limits.file_size;
     c.open_files = st.p.limits.open_files;
+    if (host_isolation().syscall_watch)
+      c.watch_filter = watch_filter();
+    auto join = st.cgroup_limits->join_fds();
+    for (size_t i = 0; i < join.size() && i < 2; ++i)
+      c.join_cgroups[i] = join[i];
   }
   auto child = st.p.rt->reaper()->launch_owned(
     [&] { return child_process::start(st.p.rt->reactor(), *spec); });
@@ -244,12 +294,19 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   params.session = self->address();
   params.session_id = st.p.id;
   params.exec = exec_id;
+  if (st.contained) {
+    params.limits = st.cgroup_limits;
+    params.limits_before = st.cgroup_limits->read();
+  }
   auto pid = (*child)->pid();
   auto kind = keep_stdin ? "spawn" : params.initial_stdin ? "code" : "run";
   log::logger()->debug("{} launched pid {} ({})", log::tag{st.p.id, exec_id},
                        pid, kind);
+  auto listener = (*child)->take_watch_listener();
   auto handle = spawn_process(self->system(), std::move(params));
   self->monitor(handle);
+  if (listener)
+    watch_execution(self, handle, exec_id, std::move(listener));
   session_child entry{handle, pid, opts.cancel_key, keep_stdin};
   st.children.emplace(handle.address(), entry);
   st.groups.push_back(pid);
@@ -279,6 +336,7 @@ void maybe_complete_stop(self_ptr self) {
   // A contained session's PID namespace ends with its init: whatever the
   // sweep could not find there is killed by the kernel.
   st.contained.reset();
+  st.cgroup_limits.reset();
   // §22: the leased port is free again once nothing of the session runs.
   if (st.p.lease) {
     log::logger()->debug("{} released port {}", log::tag{st.p.id},
@@ -455,6 +513,21 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         self->link_to(st.files);
       }
       return st.files;
+    },
+    [self](violations_atom) -> std::vector<violation> {
+      auto& v = self->state.violations;
+      return {v.begin(), v.end()};
+    },
+    [self](violations_atom, std::vector<violation>& seen) {
+      auto& v = self->state.violations;
+      for (auto& x : seen) {
+        log::logger()->info("{} violation: {} {}",
+                            log::tag{self->state.p.id, x.execution},
+                            to_string(x.kind), x.detail);
+        v.push_back(std::move(x));
+        if (v.size() > max_session_violations)
+          v.pop_front();
+      }
     },
     [self](ended_atom, const stop_receipt& receipt) {
       self->state.sweep = receipt;

@@ -1,6 +1,7 @@
 // `sandbox run` and `sandbox code`: run a command or code in a session,
 // streaming its output as it arrives; the exit status is the command's.
 
+#include <cstdio>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -93,12 +94,31 @@ int stream_and_exit(
   });
   if (!r)
     return report(g, r.error());
-  if (g.json)
+  if (g.json) {
+    auto violations = nlohmann::ordered_json::array();
+    for (auto& v : r->violations)
+      violations.push_back({{"kind", std::string{to_string(v.kind)}},
+                            {"execution", v.execution},
+                            {"detail", v.detail}});
+    nlohmann::ordered_json ended_by;
+    if (r->ended_by != violation_kind::none)
+      ended_by = std::string{to_string(r->ended_by)};
     print_json({{"type", "result"},
                 {"exit_code", r->exit_code},
                 {"exit_reason", std::string{to_string(r->reason)}},
                 {"truncated", r->truncated},
-                {"dropped_bytes", r->dropped_bytes}});
+                {"dropped_bytes", r->dropped_bytes},
+                {"ended_by", ended_by},
+                {"violations", violations},
+                {"violations_dropped", r->violations_dropped}});
+  } else {
+    // What a contained session refused or which limit it hit goes to our
+    // stderr after the command's own output.
+    for (auto& v : r->violations)
+      std::fprintf(stderr, "sandbox: %s: %s%s\n",
+                   std::string{to_string(v.kind)}.c_str(), v.detail.c_str(),
+                   v.kind == r->ended_by ? " (ended the command)" : "");
+  }
   return r->exit_code;
 }
 

@@ -41,6 +41,11 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
                            {"namespaces", s.namespaces},
                            {"landlock_abi", s.landlock_abi},
                            {"cgroup_controllers", s.cgroup_controllers}};
+  auto v1 = nlohmann::ordered_json::object();
+  for (auto& [ctl, dir] : s.cgroup_v1)
+    v1[ctl] = dir;
+  j["cgroup_v1"] = v1;
+  j["syscall_watch"] = s.syscall_watch;
   if (!missing.empty())
     j["missing"] = missing;
   return j;
@@ -50,6 +55,9 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
 std::string isolation_line(const isolation_support& s) {
   auto missing = s.missing();
   auto controllers = fmt::format("{}", fmt::join(s.cgroup_controllers, " "));
+  for (auto& [ctl, dir] : s.cgroup_v1)
+    controllers += fmt::format("{}{} (v1)", controllers.empty() ? "" : " ",
+                               ctl);
   if (!missing.empty())
     return fmt::format("none only (contained needs: {})", missing);
   return fmt::format("none, contained (Landlock ABI {}; cgroup controllers: "

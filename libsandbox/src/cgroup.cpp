@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -130,30 +131,37 @@ std::string_view to_string(containment_mode x) noexcept {
   return "unknown";
 }
 
-result<std::string> find_own_cgroup(std::string_view mountinfo,
-                                    std::string_view proc_cgroup) {
-  std::string own;
-  bool found = false;
-  for (auto line : split(proc_cgroup, '\n'))
-    if (line.substr(0, 3) == "0::") {
-      own = std::string{line.substr(3)};
-      found = true;
-    }
-  if (!found)
-    return unsupported("no cgroup v2 entry (0::) in /proc/self/cgroup");
+namespace {
+
+/// The directory of this process's cgroup in the hierarchy mounted with
+/// file system type `fstype` whose super options hold `controller` (any,
+/// when empty), given the path `own` from /proc/self/cgroup.
+result<std::string> mounted_cgroup(std::string_view mountinfo,
+                                   const std::string& own,
+                                   std::string_view fstype,
+                                   std::string_view controller,
+                                   std::string_view what) {
   // A cgroup whose processes moved away after we were born into it shows
   // " (deleted)"; nothing can be created below it.
   if (own.empty() || own.front() != '/')
     return unsupported(fmt::format("unusable own cgroup {}", own));
   bool mounted = false;
   for (auto line : split(mountinfo, '\n')) {
-    // id parent major:minor root mount-point options [optional...] - type ...
+    // id parent major:minor root mount-point options [optional...] - type
+    // source super-options
     auto dash = line.find(" - ");
     if (dash == std::string_view::npos)
       continue;
     auto tail = split(line.substr(dash + 3), ' ');
-    if (tail.empty() || tail[0] != "cgroup2")
+    if (tail.empty() || tail[0] != fstype)
       continue;
+    if (!controller.empty()) {
+      if (tail.size() < 3)
+        continue;
+      auto opts = split(tail[2], ',');
+      if (std::find(opts.begin(), opts.end(), controller) == opts.end())
+        continue;
+    }
     mounted = true;
     auto head = split(line.substr(0, dash), ' ');
     if (head.size() < 5)
@@ -177,10 +185,47 @@ result<std::string> find_own_cgroup(std::string_view mountinfo,
     return point + rel;
   }
   if (!mounted)
-    return unsupported("no cgroup2 file system in /proc/self/mountinfo");
-  return unsupported(fmt::format("own cgroup {} is not below any cgroup2 "
-                                 "mount",
-                                 own));
+    return unsupported(fmt::format("no {} file system in "
+                                   "/proc/self/mountinfo",
+                                   what));
+  return unsupported(fmt::format("own cgroup {} is not below any {} mount",
+                                 own, what));
+}
+
+} // namespace
+
+result<std::string> find_own_cgroup(std::string_view mountinfo,
+                                    std::string_view proc_cgroup) {
+  std::string own;
+  bool found = false;
+  for (auto line : split(proc_cgroup, '\n'))
+    if (line.substr(0, 3) == "0::") {
+      own = std::string{line.substr(3)};
+      found = true;
+    }
+  if (!found)
+    return unsupported("no cgroup v2 entry (0::) in /proc/self/cgroup");
+  return mounted_cgroup(mountinfo, own, "cgroup2", {}, "cgroup2");
+}
+
+result<std::string> find_own_cgroup_v1(std::string_view mountinfo,
+                                       std::string_view proc_cgroup,
+                                       std::string_view controller) {
+  // hierarchy-id:controller,controller:path
+  for (auto line : split(proc_cgroup, '\n')) {
+    auto parts = split(line, ':');
+    if (parts.size() < 3 || parts[1].empty())
+      continue;
+    auto names = split(parts[1], ',');
+    if (std::find(names.begin(), names.end(), controller) == names.end())
+      continue;
+    auto colon = line.find(':', line.find(':') + 1);
+    return mounted_cgroup(mountinfo, std::string{line.substr(colon + 1)},
+                          "cgroup", controller,
+                          fmt::format("cgroup v1 {}", controller));
+  }
+  return unsupported(fmt::format("no cgroup v1 {} entry in /proc/self/cgroup",
+                                 controller));
 }
 
 result<std::string> find_own_cgroup() {
@@ -193,6 +238,16 @@ result<std::string> find_own_cgroup() {
     return unsupported(fmt::format("cannot read /proc/self/cgroup: {}",
                                    std::strerror(errno)));
   return find_own_cgroup(mountinfo, cgroup);
+}
+
+result<std::string> find_own_cgroup_v1(std::string_view controller) {
+  std::string mountinfo;
+  std::string cgroup;
+  if (!read_small_file("/proc/self/mountinfo", mountinfo)
+      || !read_small_file("/proc/self/cgroup", cgroup))
+    return unsupported(fmt::format("cannot read /proc/self: {}",
+                                   std::strerror(errno)));
+  return find_own_cgroup_v1(mountinfo, cgroup, controller);
 }
 
 std::vector<pid_t> cgroup_members(const std::string& dir) {

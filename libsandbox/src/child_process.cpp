@@ -44,6 +44,7 @@ child_process::start(reactor& r, const launch_spec& spec) {
     self->stdin_.non_blocking(true);
   }
   self->pidfd_.assign(c.pidfd.release());
+  self->watch_listener_ = std::move(c.watch_listener);
   return self;
 }
 

@@ -24,6 +24,28 @@ std::string_view to_string(stream_kind x) noexcept {
   return x == stream_kind::out ? "stdout" : "stderr";
 }
 
+std::string_view to_string(violation_kind x) noexcept {
+  switch (x) {
+    case violation_kind::none:
+      return "none";
+    case violation_kind::write_denied:
+      return "write_denied";
+    case violation_kind::read_denied:
+      return "read_denied";
+    case violation_kind::connect_denied:
+      return "connect_denied";
+    case violation_kind::memory_limit:
+      return "memory_limit";
+    case violation_kind::process_limit:
+      return "process_limit";
+    case violation_kind::cpu_limit:
+      return "cpu_limit";
+    case violation_kind::file_size_limit:
+      return "file_size_limit";
+  }
+  return "unknown";
+}
+
 std::string code_runner_script(std::string_view interpreter) {
   return fmt::format(
     "set -f; IFS=:; "

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 
 #include "child_syscall.hpp"
 #include "sandbox/cgroup.hpp"
+#include "sandbox/log.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/reactor.hpp"
 
@@ -661,6 +663,36 @@ std::vector<std::string> own_controllers() {
   return out;
 }
 
+/// The node's own directory in the v1 hierarchy of `controller` when a
+/// directory can be made below it; empty otherwise.
+std::string usable_v1_directory(const char* controller) {
+  auto own = find_own_cgroup_v1(controller);
+  if (!own)
+    return {};
+  auto probe = fmt::format("{}/sandbox-probe-{}", *own, ::getpid());
+  if (::mkdir(probe.c_str(), 0755) != 0)
+    return {};
+  ::rmdir(probe.c_str());
+  return *own;
+}
+
+/// The number after `key` at the start of a line of `text` (0: none).
+uint64_t counter_in(const std::string& text, std::string_view key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string_view line{text.data() + pos, end - pos};
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0
+        && line[key.size()] == ' ')
+      return std::strtoull(std::string{line.substr(key.size() + 1)}.c_str(),
+                           nullptr, 10);
+    pos = end + 1;
+  }
+  return 0;
+}
+
 /// Kills `pidfd`'s process and reaps it, blocking.
 void kill_and_reap(pid_t pid, int pidfd) {
   ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
@@ -674,7 +706,15 @@ void kill_and_reap(pid_t pid, int pidfd) {
 
 bool isolation_support::has_controller(std::string_view name) const {
   return std::find(cgroup_controllers.begin(), cgroup_controllers.end(), name)
-         != cgroup_controllers.end();
+           != cgroup_controllers.end()
+         || !v1_directory(name).empty();
+}
+
+std::string isolation_support::v1_directory(std::string_view name) const {
+  for (auto& [ctl, dir] : cgroup_v1)
+    if (ctl == name)
+      return dir;
+  return {};
 }
 
 std::string isolation_support::missing(const isolation_limits& limits) const {
@@ -688,9 +728,11 @@ std::string isolation_support::missing(const isolation_limits& limits) const {
         : fmt::format("Landlock ABI {} (the host has ABI {})",
                       min_landlock_abi, landlock_abi));
   if (limits.memory > 0 && !has_controller("memory"))
-    out.push_back("the cgroup v2 memory controller (for a memory limit)");
+    out.push_back("the cgroup memory controller, v2 or v1 (for a memory "
+                  "limit)");
   if (limits.processes > 0 && !has_controller("pids"))
-    out.push_back("the cgroup v2 pids controller (for a process limit)");
+    out.push_back("the cgroup pids controller, v2 or v1 (for a process "
+                  "limit)");
   std::string s;
   for (auto& x : out)
     s += (s.empty() ? "" : "; ") + x;
@@ -702,6 +744,15 @@ const isolation_support& host_isolation() {
     isolation_support s;
     s.landlock_abi = probe_landlock(s.landlock_detail);
     s.cgroup_controllers = own_controllers();
+    {
+      seccomp_notif_sizes sizes{};
+      s.syscall_watch
+        = ::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+    }
+    for (auto ctl : {"memory", "pids"})
+      if (!s.has_controller(ctl))
+        if (auto dir = usable_v1_directory(ctl); !dir.empty())
+          s.cgroup_v1.emplace_back(ctl, std::move(dir));
     auto* base = ::getenv("TMPDIR");
     std::string templ = fmt::format("{}/sandbox-probe-XXXXXX",
                                     base != nullptr && *base != '\0' ? base
@@ -801,6 +852,7 @@ contained_session::start(const containment_spec& spec, bool with_ruleset) {
   s->pid_ = static_cast<pid_t>(pid);
   s->pidfd_.reset(pidfd);
   s->limits_ = spec.limits;
+  s->cgroup_limits_ = spec.cgroup_limits;
   if (plan.stage != init_ok) {
     int err = plan.err;
     int stage = plan.stage;
@@ -841,9 +893,100 @@ contained_session::~contained_session() {
     reactor_->context(), pidfd_.release());
   auto pid = pid_;
   desc->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                   [desc, pid](const boost::system::error_code&) {
+                   [desc, pid, held = std::move(cgroup_limits_)](
+                     const boost::system::error_code&) mutable {
                      kill_and_reap(pid, desc->native_handle());
+                     held.reset();
                    });
+}
+
+result<std::shared_ptr<session_limits>>
+session_limits::make(const isolation_limits& limits,
+                     const std::string& v2_enable_from,
+                     const std::string& v2_dir,
+                     const std::string& session_id) {
+  std::shared_ptr<session_limits> out{new session_limits};
+  out->limits_ = limits;
+  auto& host = host_isolation();
+  // What v2 gives goes on the session's cgroup.
+  isolation_limits on_v2;
+  std::vector<std::pair<const char*, std::string>> on_v1;
+  for (auto [ctl, value] : {std::pair{"memory", limits.memory},
+                            std::pair{"pids", limits.processes}}) {
+    if (value == 0)
+      continue;
+    bool v2 = !v2_dir.empty()
+              && std::find(host.cgroup_controllers.begin(),
+                           host.cgroup_controllers.end(), ctl)
+                   != host.cgroup_controllers.end();
+    if (v2) {
+      (ctl == std::string_view{"memory"} ? on_v2.memory : on_v2.processes)
+        = value;
+      (ctl == std::string_view{"memory"} ? out->memory_events_
+                                         : out->pids_events_)
+        = v2_dir + (ctl == std::string_view{"memory"} ? "/memory.events"
+                                                      : "/pids.events");
+      continue;
+    }
+    auto base = host.v1_directory(ctl);
+    if (base.empty())
+      return error{errc::unsupported,
+                   fmt::format("the cgroup {} controller, v2 or v1", ctl)};
+    on_v1.emplace_back(ctl, base);
+  }
+  if (auto ok = apply_cgroup_limits(v2_enable_from, v2_dir, on_v2); !ok)
+    return ok.error();
+  for (auto& [ctl, base] : on_v1) {
+    bool memory = ctl == std::string_view{"memory"};
+    auto dir = fmt::format("{}/sandbox-{}", base, session_id);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return error{errc::io_error, fmt::format("cannot make cgroup {}: {}",
+                                               dir, std::strerror(errno))};
+    out->v1_dirs_.push_back(dir);
+    auto value = std::to_string(memory ? limits.memory : limits.processes);
+    auto file = dir + (memory ? "/memory.limit_in_bytes" : "/pids.max");
+    unique_fd fd{::open(file.c_str(), O_WRONLY | O_CLOEXEC)};
+    if (!fd || ::write(fd.get(), value.data(), value.size()) < 0)
+      return error{errc::io_error, fmt::format("cannot write {} to {}: {}",
+                                               value, file,
+                                               std::strerror(errno))};
+    auto procs = dir + "/cgroup.procs";
+    unique_fd join{::open(procs.c_str(), O_WRONLY | O_CLOEXEC)};
+    if (!join)
+      return error{errc::io_error, fmt::format("cannot open {}: {}", procs,
+                                               std::strerror(errno))};
+    out->join_.push_back(std::move(join));
+    (memory ? out->memory_events_ : out->pids_events_)
+      = dir + (memory ? "/memory.oom_control" : "/pids.events");
+  }
+  return out;
+}
+
+session_limits::~session_limits() {
+  // Nothing of the session runs any more (the init was reaped): the v1
+  // directories are empty.
+  join_.clear();
+  for (auto it = v1_dirs_.rbegin(); it != v1_dirs_.rend(); ++it)
+    if (::rmdir(it->c_str()) != 0 && errno != ENOENT)
+      log::logger()->warn("cannot remove cgroup {}: {}", *it,
+                          std::strerror(errno));
+}
+
+session_limits::counters session_limits::read() const {
+  counters c;
+  std::string text;
+  if (!memory_events_.empty() && read_small_file(memory_events_, text))
+    c.oom_kills = counter_in(text, "oom_kill");
+  if (!pids_events_.empty() && read_small_file(pids_events_, text))
+    c.forks_refused = counter_in(text, "max");
+  return c;
+}
+
+std::vector<int> session_limits::join_fds() const {
+  std::vector<int> out;
+  for (auto& fd : join_)
+    out.push_back(fd.get());
+  return out;
 }
 
 result<void> apply_cgroup_limits(const std::string& enable_from,

@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sched.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -91,6 +94,7 @@ enum child_stage : int {
   stage_no_new_privs,
   stage_rlimit,
   stage_landlock,
+  stage_seccomp,
 };
 
 /// What the child needs, prepared by the parent; `err` and `stage` are
@@ -113,6 +117,15 @@ struct child_plan {
   /// A contained launch (see `enter_session`); -1 otherwise.
   int ns_pidfd = -1;
   int ruleset = -1;
+  /// The command installs `filter` with a new listener and sends the
+  /// listener over `report_socket` (`report_msg`, whose one descriptor
+  /// slot is `report_slot`); null: no filter.
+  const sock_fprog* filter = nullptr;
+  int report_socket = -1;
+  msghdr* report_msg = nullptr;
+  int* report_slot = nullptr;
+  /// cgroup v1 `cgroup.procs` the entering child joins; -1: unused.
+  int join_cgroups[2] = {-1, -1};
   /// {resource, limit} applied by the command of a contained launch.
   long rlimits[3][2] = {{-1, 0}, {-1, 0}, {-1, 0}};
   /// The command's stack, its pid and pidfd (written by the entering child).
@@ -346,7 +359,17 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
 /// namespace requires; entering the PID namespace only places the children
 /// made afterwards, hence the second clone.
 SANDBOX_CHILD_FN int enter_session(child_plan* p) {
-  long r = child_sys(SYS_setns, p->ns_pidfd,
+  long r = 0;
+  // The session's cgroup v1 limits hold the command and all it starts (it
+  // inherits them from this child).
+  for (int fd : p->join_cgroups)
+    if (fd >= 0
+        && (r = child_sys(SYS_write, fd, reinterpret_cast<long>("0"), 1)) < 0) {
+      p->err = static_cast<int>(-r);
+      p->stage = stage_cgroup;
+      child_sys(SYS_exit, 127);
+    }
+  r = child_sys(SYS_setns, p->ns_pidfd,
                CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC
                  | CLONE_NEWUTS | CLONE_NEWNET);
   if (r < 0) {
@@ -385,8 +408,11 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
   for (auto& lim : p->rlimits) {
     if (lim[0] < 0)
       continue;
+    // RLIMIT_CPU: the soft limit sends SIGXCPU (the result names the
+    // limit), the hard one a second later SIGKILL.
     uint64_t both[2] = {static_cast<uint64_t>(lim[1]),
-                        static_cast<uint64_t>(lim[1])};
+                        static_cast<uint64_t>(lim[1])
+                          + (lim[0] == RLIMIT_CPU ? 1 : 0)};
     if ((r = child_sys(SYS_prlimit64, 0, lim[0], reinterpret_cast<long>(both), 0))
         < 0) {
       stage = stage_rlimit;
@@ -397,6 +423,24 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
       && (r = child_sys(SYS_landlock_restrict_self, p->ruleset, 0)) < 0) {
     stage = stage_landlock;
     return r;
+  }
+  // Last: from here on the watched calls wait for the node.
+  if (p->filter != nullptr) {
+    r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                  SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                  reinterpret_cast<long>(p->filter));
+    if (r < 0) {
+      stage = stage_seccomp;
+      return r;
+    }
+    *p->report_slot = static_cast<int>(r);
+    long sent = child_sys(SYS_sendmsg, p->report_socket,
+                          reinterpret_cast<long>(p->report_msg), 0);
+    child_sys(SYS_close, r);
+    if (sent < 0) {
+      stage = stage_seccomp;
+      return sent;
+    }
   }
   return 0;
 }
@@ -441,6 +485,7 @@ const char* contained_stage_name(int stage) {
     case stage_clone_inner: return "clone into the PID namespace";
     case stage_no_new_privs: return "PR_SET_NO_NEW_PRIVS";
     case stage_rlimit: return "setrlimit";
+    case stage_seccomp: return "seccomp listener";
     default: return "landlock_restrict_self";
   }
 }
@@ -473,6 +518,7 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
     case stage_no_new_privs:
     case stage_rlimit:
     case stage_landlock:
+    case stage_seccomp:
       return error{errc::io_error,
                    fmt::format("cannot start {} in its contained session: "
                                "{}: {}",
@@ -596,6 +642,35 @@ result<launched_child> launch_contained(const launch_spec& spec,
   auto& c = spec.contain;
   plan.ns_pidfd = c.ns_pidfd;
   plan.ruleset = c.landlock_ruleset;
+  plan.join_cgroups[0] = c.join_cgroups[0];
+  plan.join_cgroups[1] = c.join_cgroups[1];
+  // The command's seccomp listener comes back over a socket pair.
+  unique_fd report_ours;
+  unique_fd report_theirs;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  char byte = 0;
+  iovec iov{&byte, 1};
+  msghdr msg{};
+  if (c.watch_filter != nullptr) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0)
+      return make_errno_error(errno, "cannot start a contained command: "
+                                     "socketpair");
+    report_ours.reset(pair[0]);
+    report_theirs.reset(pair[1]);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    auto* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    plan.filter = c.watch_filter;
+    plan.report_socket = report_theirs.get();
+    plan.report_msg = &msg;
+    plan.report_slot = reinterpret_cast<int*>(CMSG_DATA(cm));
+  }
   // The command's parent (the node) is outside its PID namespace: it sees
   // 0, and 1 once orphaned.
   plan.parent = 0;
@@ -631,6 +706,22 @@ result<launched_child> launch_contained(const launch_spec& spec,
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd = std::move(pidfd_owner);
+  if (report_ours) {
+    // Sent before the command's exec, which the clone waited for.
+    alignas(cmsghdr) char in_control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr in{};
+    in.msg_iov = &iov;
+    in.msg_iovlen = 1;
+    in.msg_control = in_control;
+    in.msg_controllen = sizeof(in_control);
+    if (::recvmsg(report_ours.get(), &in, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) > 0)
+      if (auto* cm = CMSG_FIRSTHDR(&in);
+          cm != nullptr && cm->cmsg_type == SCM_RIGHTS) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+        child.watch_listener.reset(fd);
+      }
+  }
   return child;
 }
 

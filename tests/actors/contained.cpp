@@ -44,6 +44,24 @@ std::string slurp(const std::string& path) {
   return {std::istreambuf_iterator<char>{in}, {}};
 }
 
+bool has_violation(const std::vector<sandbox::violation>& v,
+                   sandbox::violation_kind kind, uint64_t execution) {
+  for (auto& x : v)
+    if (x.kind == kind && x.execution == execution)
+      return true;
+  return false;
+}
+
+/// Whether `v` holds a violation of `kind` whose detail starts with
+/// `detail`.
+bool has_detail(const std::vector<sandbox::violation>& v,
+                sandbox::violation_kind kind, const std::string& detail) {
+  for (auto& x : v)
+    if (x.kind == kind && x.detail.compare(0, detail.size(), detail) == 0)
+      return true;
+  return false;
+}
+
 /// A helper process of the test itself (outside every session): `sleep`,
 /// ended and reaped by the destructor.
 struct host_helper {
@@ -121,6 +139,8 @@ CAF_TEST(an honest command sees its directories and its results) {
   CAF_CHECK_EQUAL(r.stdout_data, info->working_directory + "\nhi\n"
                                    + dir.path + "/home\nt\n");
   CAF_CHECK(exists(info->working_directory + "/f"));
+  CAF_CHECK(r.violations.empty());
+  CAF_CHECK(r.ended_by == sandbox::violation_kind::none);
   // The private /tmp is not the host's.
   CAF_CHECK(!exists("/tmp/t") || slurp("/tmp/t") != "t\n");
   (void) s.stop();
@@ -134,12 +154,29 @@ CAF_TEST(a write outside the allowed directories fails) {
   auto r = run(s, "echo x > " + target);
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(!exists(target));
+  // Reported, typed, with the path and the execution.
+  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::write_denied,
+                          1));
+  CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::write_denied,
+                       target));
   auto m = run(s, "mkdir " + dir.path + "/outside/d");
   CAF_CHECK_NOT_EQUAL(m.exit_code, 0);
   CAF_CHECK(!exists(dir.path + "/outside/d"));
+  CAF_CHECK(has_detail(m.violations, sandbox::violation_kind::write_denied,
+                       dir.path + "/outside/d"));
+  // An existing directory outside is no violation (mkdir -p walks it).
+  auto p = run(s, "mkdir -p " + dir.path + "/home/sub");
+  CAF_CHECK_EQUAL(p.exit_code, 0);
+  CAF_CHECK(p.violations.empty());
   // The key, denied and outside the allowed directories, stays.
-  run(s, "rm -f " + key);
+  auto rm = run(s, "rm -f " + key);
   CAF_CHECK_EQUAL(slurp(key), "SECRET-KEY");
+  CAF_CHECK(has_detail(rm.violations, sandbox::violation_kind::write_denied,
+                       key));
+  auto seen = s.violations();
+  SANDBOX_REQUIRE_OK(seen);
+  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::write_denied, 1));
+  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::write_denied, 4));
   (void) s.stop();
 }
 
@@ -217,9 +254,13 @@ CAF_TEST(the network is loopback only) {
                       + std::to_string(port));
   CAF_CHECK_NOT_EQUAL(out.exit_code, 0);
   CAF_CHECK_EQUAL(out.stdout_data, "ECONNREFUSED\n");
+  CAF_CHECK(has_detail(out.violations,
+                       sandbox::violation_kind::connect_denied,
+                       "127.0.0.1:" + std::to_string(port)));
   auto own = run(s, std::string{sandbox::test::test_child()} + " connect 0");
   CAF_CHECK_EQUAL(own.exit_code, 0);
   CAF_CHECK_EQUAL(own.stdout_data, "connected\n");
+  CAF_CHECK(own.violations.empty());
   ::close(l);
   (void) s.stop();
 }
@@ -252,12 +293,12 @@ CAF_TEST(nothing of the session survives its stop) {
   ::close(pidfds[0]);
 }
 
-CAF_TEST(a fork bomb is bounded by the process limit) {
+CAF_TEST(a fork bomb is bounded by the process limit and reported) {
   if (!host_can_contain())
     return;
   if (!sandbox::host_isolation().has_controller("pids")) {
-    CAF_MESSAGE("skipped: the cgroup v2 pids controller is not available to "
-                "the node's cgroups here");
+    CAF_MESSAGE("skipped: no cgroup pids controller (v2 or v1) is "
+                "available to the node's cgroups here");
     return;
   }
   session_config cfg;
@@ -265,11 +306,73 @@ CAF_TEST(a fork bomb is bounded by the process limit) {
   cfg.limits.processes = 32;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
+  auto honest = run(*s, "true");
+  CAF_CHECK(honest.violations.empty());
   auto r = run(*s, std::string{sandbox::test::test_child()} + " fork-bomb");
   CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
+  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::process_limit,
+                          2));
+  auto seen = s->violations();
+  SANDBOX_REQUIRE_OK(seen);
+  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::process_limit, 2));
+  // The node and the session stay responsive.
+  CAF_CHECK_EQUAL(run(*s, "echo ok").stdout_data, "ok\n");
   auto receipt = s->stop();
   SANDBOX_REQUIRE_OK(receipt);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(a memory hog is ended by the memory limit and the result says so) {
+  if (!host_can_contain())
+    return;
+  if (!sandbox::host_isolation().has_controller("memory")) {
+    CAF_MESSAGE("skipped: no cgroup memory controller (v2 or v1) is "
+                "available to the node's cgroups here");
+    return;
+  }
+  session_config cfg;
+  cfg.home_directory = dir.path + "/home";
+  cfg.limits.memory = 64 << 20;
+  auto s = blocking_session::create(*node, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  auto child = std::string{sandbox::test::test_child()};
+  auto small = run(*s, "exec " + child + " alloc 8");
+  CAF_CHECK_EQUAL(small.stdout_data, "allocated\n");
+  CAF_CHECK(small.ended_by == sandbox::violation_kind::none);
+  auto r = run(*s, "exec " + child + " alloc 512");
+  CAF_CHECK_EQUAL(r.exit_code, 128 + SIGKILL);
+  CAF_CHECK(r.ended_by == sandbox::violation_kind::memory_limit);
+  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::memory_limit,
+                          2));
+  CAF_CHECK_EQUAL(run(*s, "echo ok").stdout_data, "ok\n");
+  auto receipt = s->stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(cpu time and file size limits end a command and are named) {
+  if (!host_can_contain())
+    return;
+  session_config cfg;
+  cfg.home_directory = dir.path + "/home";
+  cfg.limits.cpu_seconds = 1;
+  cfg.limits.file_size = 1 << 20;
+  auto s = blocking_session::create(*node, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  auto cpu = run(*s, "exec " + std::string{sandbox::test::test_child()}
+                       + " spin");
+  CAF_CHECK_EQUAL(cpu.exit_code, 128 + SIGXCPU);
+  CAF_CHECK(cpu.ended_by == sandbox::violation_kind::cpu_limit);
+  CAF_CHECK(has_violation(cpu.violations, sandbox::violation_kind::cpu_limit,
+                          1));
+  auto big = run(*s, "exec head -c 2000000 /dev/zero > big");
+  CAF_CHECK_EQUAL(big.exit_code, 128 + SIGXFSZ);
+  CAF_CHECK(big.ended_by == sandbox::violation_kind::file_size_limit);
+  auto seen = s->violations();
+  SANDBOX_REQUIRE_OK(seen);
+  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::cpu_limit, 1));
+  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::file_size_limit, 2));
+  (void) s->stop();
 }
 
 CAF_TEST(a limit the host cannot give is refused and named) {

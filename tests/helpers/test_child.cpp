@@ -142,5 +142,25 @@ int main(int argc, char** argv) {
     return connect_to(std::atoi(argv[2]));
   if (mode == "fork-bomb")
     return fork_bomb();
+  if (mode == "alloc" && argc == 3) {
+    // Touches `argv[2]` MiB, page by page; prints "allocated" if it lived.
+    auto mib = std::strtoull(argv[2], nullptr, 10);
+    std::vector<char*> blocks;
+    for (unsigned long long i = 0; i < mib; ++i) {
+      auto* b = static_cast<char*>(std::malloc(1 << 20));
+      if (b == nullptr)
+        return 3;
+      for (size_t j = 0; j < (1 << 20); j += 4096)
+        b[j] = 1;
+      blocks.push_back(b);
+    }
+    std::printf("allocated\n");
+    return 0;
+  }
+  if (mode == "spin") {
+    // Burns CPU time until a signal ends it.
+    for (volatile unsigned long long i = 0;; ++i)
+      ;
+  }
   return 2;
 }

@@ -25,6 +25,17 @@ result<std::string> find_own_cgroup(std::string_view mountinfo,
 /// As above, on this process's own files.
 result<std::string> find_own_cgroup();
 
+/// Finds the directory of this process's cgroup in the cgroup v1 hierarchy
+/// of `controller` (e.g. "memory"): its line in `proc_cgroup` and the
+/// `cgroup` mount whose super options name it. Pure parsing. Errors:
+/// `unsupported` naming what is missing.
+result<std::string> find_own_cgroup_v1(std::string_view mountinfo,
+                                       std::string_view proc_cgroup,
+                                       std::string_view controller);
+
+/// As above, on this process's own files.
+result<std::string> find_own_cgroup_v1(std::string_view controller);
+
 /// The processes in cgroup `dir` and every cgroup below it (their
 /// `cgroup.procs`). Cgroups that vanish while being read are skipped.
 std::vector<pid_t> cgroup_members(const std::string& dir);

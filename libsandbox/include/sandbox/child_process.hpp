@@ -78,6 +78,12 @@ public:
     return cgroup_;
   }
 
+  /// The listener of a contained command's seccomp filter (see
+  /// `launched_child::watch_listener`), handed over once; empty otherwise.
+  unique_fd take_watch_listener() noexcept {
+    return std::move(watch_listener_);
+  }
+
   /// Allows one more output piece of `stream` to be delivered.
   void grant(stream_kind stream);
 
@@ -134,6 +140,7 @@ private:
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   pid_t pid_;
   std::string cgroup_;
+  unique_fd watch_listener_;
   child_events events_;
   pipe_reader out_;
   pipe_reader err_;

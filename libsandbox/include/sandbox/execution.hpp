@@ -62,6 +62,43 @@ constexpr int exit_code_not_found = 127;
 /// `exit_code_not_found`.
 std::string code_runner_script(std::string_view interpreter);
 
+/// What a contained session refused or ended (docs/security.md): each is
+/// reported on the execution's result and kept by its session.
+enum class violation_kind : uint8_t {
+  /// Nothing: the value of `exec_result::ended_by` when no limit ended it.
+  none,
+  /// A write, create, remove or rename outside the writable directories.
+  write_denied,
+  /// A read of a path the session denies.
+  read_denied,
+  /// A connection to a destination that is neither the session's own
+  /// loopback nor allowed.
+  connect_denied,
+  /// The session's memory limit: the kernel killed a process of it.
+  memory_limit,
+  /// The session's process limit: a fork or clone was refused.
+  process_limit,
+  /// RLIMIT_CPU: a process used up its CPU time (SIGXCPU or SIGKILL).
+  cpu_limit,
+  /// RLIMIT_FSIZE: a process wrote past the file size limit (SIGXFSZ).
+  file_size_limit,
+};
+
+/// "none", "write_denied", "read_denied", "connect_denied", "memory_limit",
+/// "process_limit", "cpu_limit" or "file_size_limit".
+std::string_view to_string(violation_kind x) noexcept;
+
+/// One violation, tagged with the execution that caused it.
+struct violation {
+  violation_kind kind = violation_kind::none;
+  /// The execution's number in its session (the `N` of `e-N` in the log);
+  /// 0 for a file operation of the API.
+  uint64_t execution = 0;
+  /// What was refused or which limit: a path, `host:port`, or the limit
+  /// and its value (`memory 67108864 bytes`).
+  std::string detail;
+};
+
 /// Default cap on the retained stdout and stderr of one result (§9).
 constexpr uint64_t default_output_cap = 16u << 20;
 
@@ -90,7 +127,17 @@ struct exec_result {
   std::vector<std::string> output_files;
   bool truncated = false;
   uint64_t dropped_bytes = 0;
+  /// What the execution's processes were refused or hit (contained
+  /// sessions only; at most `max_violations_per_result`, then counted in
+  /// `violations_dropped`).
+  std::vector<violation> violations;
+  uint64_t violations_dropped = 0;
+  /// The limit that ended the command, `none` when none did.
+  violation_kind ended_by = violation_kind::none;
 };
+
+/// Violations one result carries at most.
+constexpr size_t max_violations_per_result = 64;
 
 /// How a node holds the process trees of its sessions.
 enum class containment_mode : uint8_t {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sandbox/errc.hpp"
@@ -38,10 +39,12 @@ struct isolation_limits {
   uint64_t file_size = uint64_t{16} << 30;
   /// RLIMIT_NOFILE of every command.
   uint64_t open_files = 4096;
-  /// `memory.max` of the session's cgroup (bytes); needs the cgroup v2
-  /// `memory` controller.
+  /// Memory of the session's processes together (bytes): `memory.max` of
+  /// its cgroup v2, or `memory.limit_in_bytes` of its cgroup v1 where only
+  /// v1 has the `memory` controller.
   uint64_t memory = 0;
-  /// `pids.max` of the session's cgroup; needs the `pids` controller.
+  /// Processes of the session together: `pids.max` of its cgroup (v2, or
+  /// v1 where only v1 has the `pids` controller).
   uint64_t processes = 0;
 };
 
@@ -59,9 +62,22 @@ struct isolation_support {
   /// cgroup v2 controllers the node's cgroups can use: those enabled for
   /// the children of its own cgroup (its `cgroup.subtree_control`).
   std::vector<std::string> cgroup_controllers;
+  /// Controllers (`memory`, `pids`) that v2 lacks but a cgroup v1
+  /// hierarchy gives: {controller, the node's own directory there}, each
+  /// checked writable (a directory was made and removed below it).
+  std::vector<std::pair<std::string, std::string>> cgroup_v1;
 
-  /// Whether `name` is among `cgroup_controllers`.
+  /// Seccomp user notification works: refused writes and connections are
+  /// reported as violations (syscall_watch.hpp); without it they are only
+  /// refused.
+  bool syscall_watch = false;
+
+  /// Whether `name` is among `cgroup_controllers` or `cgroup_v1`.
   bool has_controller(std::string_view name) const;
+
+  /// The node's directory in the v1 hierarchy of `name`; empty when v2
+  /// has the controller or no usable v1 hierarchy does.
+  std::string v1_directory(std::string_view name) const;
 
   /// What is missing for a contained session with `limits`, one phrase per
   /// item joined by "; " (empty: everything is there), e.g.
@@ -77,6 +93,60 @@ constexpr int min_landlock_abi = 3;
 /// init; later calls return the same answer). Thread-safe.
 const isolation_support& host_isolation();
 
+/// The memory and process limits of one contained session on the cgroup
+/// controllers the host offers, and the counters that tell when they were
+/// hit. A controller v2 lacks comes from its v1 hierarchy: a directory
+/// `sandbox-<session id>` below the node's own there, which each command
+/// joins before it enters the session (`join_fds`) and which is removed
+/// with this object (once empty).
+class session_limits {
+public:
+  /// How often the limits were hit so far.
+  struct counters {
+    /// Processes the kernel killed at the memory limit (`oom_kill`).
+    uint64_t oom_kills = 0;
+    /// Forks and clones refused at the process limit (`max` of
+    /// `pids.events`).
+    uint64_t forks_refused = 0;
+  };
+
+  /// Applies `limits` (the non-zero memory and process limits; nothing to
+  /// do for none): v2 on `v2_dir`, the session's cgroup (empty: no cgroup
+  /// mode; enabling the controllers from `v2_enable_from` down), v1 where
+  /// only v1 has the controller. Errors: `unsupported` naming a missing
+  /// controller, `io_error` naming the file that could not be written.
+  static result<std::shared_ptr<session_limits>>
+  make(const isolation_limits& limits, const std::string& v2_enable_from,
+       const std::string& v2_dir, const std::string& session_id);
+
+  ~session_limits();
+
+  session_limits(const session_limits&) = delete;
+  session_limits& operator=(const session_limits&) = delete;
+
+  /// Reads the counters (a missing file reads as 0).
+  counters read() const;
+
+  /// `cgroup.procs` of each v1 directory (write-only): a command writes
+  /// "0" to each to join them before it enters the session.
+  std::vector<int> join_fds() const;
+
+  const isolation_limits& limits() const noexcept {
+    return limits_;
+  }
+
+private:
+  session_limits() = default;
+
+  isolation_limits limits_;
+  /// The file with the `oom_kill` line (v2 `memory.events`, v1
+  /// `memory.oom_control`) and the `pids.events`; empty: no such limit.
+  std::string memory_events_;
+  std::string pids_events_;
+  std::vector<std::string> v1_dirs_;
+  std::vector<unique_fd> join_;
+};
+
 /// What one contained session is made of.
 struct containment_spec {
   /// Absolute, existing; writable by commands.
@@ -91,6 +161,9 @@ struct containment_spec {
   /// A cgroup v2 directory the init is born in; empty: the caller's.
   std::string cgroup;
   isolation_limits limits;
+  /// Kept until the init is reaped (then nothing of the session runs, and
+  /// its v1 directories can go).
+  std::shared_ptr<session_limits> cgroup_limits;
 };
 
 /// The namespaces of one contained session, held by a small init process
@@ -154,6 +227,7 @@ private:
   unique_fd pidfd_;
   unique_fd ruleset_;
   isolation_limits limits_;
+  std::shared_ptr<session_limits> cgroup_limits_;
   reactor* reactor_ = nullptr;
 };
 

@@ -9,6 +9,8 @@
 #include "sandbox/execution.hpp"
 #include "sandbox/unique_fd.hpp"
 
+struct sock_fprog;
+
 namespace sandbox {
 
 /// What a command of a contained session enters before its exec
@@ -23,6 +25,12 @@ struct launch_containment {
   uint64_t cpu_seconds = 0;
   uint64_t file_size = 0;
   uint64_t open_files = 0;
+  /// `cgroup.procs` of cgroup v1 directories (`session_limits::join_fds`)
+  /// the child joins ("0") before it enters the session; -1: unused.
+  int join_cgroups[2] = {-1, -1};
+  /// A seccomp filter (`watch_filter`) the command installs last; its
+  /// listener comes back in `launched_child::watch_listener`. Null: none.
+  const sock_fprog* watch_filter = nullptr;
 };
 
 /// Everything needed to start one child.
@@ -53,6 +61,9 @@ struct launched_child {
   unique_fd stderr_r;
   /// A pidfd (pidfd_open) that becomes readable when the child exits.
   unique_fd pidfd;
+  /// The listener of the command's seccomp filter (`launch_containment::
+  /// watch_filter`); empty otherwise.
+  unique_fd watch_listener;
 };
 
 /// Starts a child vfork-style (it shares the parent's memory until it

@@ -149,6 +149,11 @@ public:
 
   result<session_info> info();
 
+  /// What the session's executions and file operations were refused or
+  /// hit (contained sessions), oldest first, each tagged with its
+  /// execution; at most `max_session_violations`.
+  result<std::vector<violation>> violations();
+
 private:
   /// Once this facade stopped its session, a request that fails says
   /// `session_stopped`: a session whose handle went out over the network

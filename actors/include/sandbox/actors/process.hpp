@@ -10,6 +10,7 @@
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/runtime.hpp"
 #include "sandbox/child_process.hpp"
+#include "sandbox/isolation.hpp"
 
 namespace sandbox::actors {
 
@@ -38,6 +39,10 @@ struct process_params {
   /// The session's id and the execution's number, for log lines.
   std::string session_id;
   uint64_t exec = 0;
+  /// A contained session's cgroup limits and their counters when the
+  /// child started: the result names a limit hit meanwhile. Null: none.
+  std::shared_ptr<const session_limits> limits;
+  session_limits::counters limits_before;
 };
 
 struct process_state;

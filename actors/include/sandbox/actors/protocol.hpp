@@ -44,10 +44,16 @@ typename Inspector::result_type inspect(Inspector& f, exec_options& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, violation& x) {
+  return f(caf::meta::type_name("sandbox::violation"), x.kind, x.execution,
+           x.detail);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
   return f(caf::meta::type_name("sandbox::exec_result"), x.exit_code, x.reason,
            x.stdout_data, x.stderr_data, x.output_files, x.truncated,
-           x.dropped_bytes);
+           x.dropped_bytes, x.violations, x.violations_dropped, x.ended_by);
 }
 
 template <class Inspector>
@@ -189,6 +195,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(sandbox, (sandbox::stop_receipt))
   CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::session_config))
   CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::session_info))
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::violation))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::violation>) )
+  CAF_ADD_ATOM(sandbox, sandbox::actors, violations_atom, "violations")
 
   CAF_ADD_ATOM(sandbox, sandbox::actors, execute_atom, "execute")
   CAF_ADD_ATOM(sandbox, sandbox::actors, code_atom, "code")
@@ -282,7 +291,9 @@ using process_actor_impl = process_actor::extend<
   // Ends the child and its descendants with the given exit reason.
   caf::reacts_to<end_atom, exit_reason>,
   // The staged termination finished.
-  caf::reacts_to<ended_atom, stop_receipt>>;
+  caf::reacts_to<ended_atom, stop_receipt>,
+  // Violations of the child's processes, seen while it runs.
+  caf::reacts_to<violations_atom, std::vector<violation>>>;
 
 // -- filesystem worker --------------------------------------------------------
 
@@ -379,14 +390,24 @@ using restricted_session = caf::typed_actor<
 using session_actor = restricted_session::extend<
   // §22: ends every child and descendant; idempotent.
   caf::replies_to<stop_atom>::with<stop_receipt>,
-  caf::replies_to<info_atom>::with<session_info>>;
+  caf::replies_to<info_atom>::with<session_info>,
+  // What the session's executions and file operations were refused or hit
+  // (contained sessions), oldest first, at most `max_session_violations`.
+  caf::replies_to<violations_atom>::with<std::vector<violation>>>;
+
+/// Violations a session keeps (the oldest are dropped first).
+constexpr size_t max_session_violations = 1024;
 
 /// The full interface of the session actor: the public one plus the
 /// completion of its staged stop, sent from the reactor, and the news from
 /// one of its process actors (the sender) that its child has finished.
 using session_actor_impl
   = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>,
-                          caf::reacts_to<exited_atom>>;
+                          caf::reacts_to<exited_atom>,
+                          // Violations seen by one of its process actors
+                          // or its filesystem worker.
+                          caf::reacts_to<violations_atom,
+                                         std::vector<violation>>>;
 
 /// Returns the restricted view of `s` (§20).
 inline restricted_session restricted(const session_actor& s) {

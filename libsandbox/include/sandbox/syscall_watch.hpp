@@ -1,0 +1,48 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/execution.hpp"
+#include "sandbox/unique_fd.hpp"
+
+struct sock_fprog;
+
+namespace sandbox {
+
+class reactor;
+
+/// What a command of a contained session may write, to tell which of its
+/// system calls Landlock will refuse (docs/security.md, "Violations").
+struct watch_policy {
+  /// Absolute directories below which writes are allowed: the working
+  /// directory, the home, `/tmp` and `/dev/shm`.
+  std::vector<std::string> writable;
+  /// Tagged onto every violation.
+  uint64_t execution = 0;
+};
+
+/// The seccomp filter every command of a contained session installs (with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) just before its exec: `connect` and
+/// the system calls that write a path (an open for writing, create, make a
+/// directory or node, remove, rename, link, truncate) notify the listener;
+/// everything else runs unwatched. x86_64 system calls only.
+const sock_fprog* watch_filter() noexcept;
+
+/// Watches the notifications of one command's filter (`listener`) on `r`
+/// until every process using the filter has exited. It refuses nothing
+/// itself: each call continues (Landlock and the network namespace refuse)
+/// after `report` (called on a reactor thread) was given a violation for
+/// one they will refuse:
+/// - `write_denied`: the path lies outside `policy.writable` (paths below
+///   `/dev` and `/proc` are not judged);
+/// - `connect_denied`: an IPv4 or IPv6 destination that no socket of the
+///   session's network namespace listens on (a TCP connect) or that is not
+///   loopback (any other).
+void watch_syscalls(reactor& r, unique_fd listener,
+                    std::shared_ptr<const watch_policy> policy,
+                    std::function<void(violation)> report);
+
+} // namespace sandbox

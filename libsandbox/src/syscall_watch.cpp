@@ -1,0 +1,474 @@
+#include "sandbox/syscall_watch.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <fmt/format.h>
+
+#include "sandbox/process_tree.hpp"
+#include "sandbox/reactor.hpp"
+
+namespace sandbox {
+
+namespace {
+
+// -- the filter ----------------------------------------------------------------
+
+/// Open flags that make an open a write (or a create).
+constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
+
+/// System calls that always notify: they connect, or they write a path.
+constexpr std::array<long, 18> always_watched = {
+  SYS_connect,  SYS_creat,     SYS_mkdir,     SYS_mkdirat,   SYS_unlink,
+  SYS_unlinkat, SYS_rmdir,     SYS_rename,    SYS_renameat,  SYS_renameat2,
+  SYS_link,     SYS_linkat,    SYS_symlink,   SYS_symlinkat, SYS_mknod,
+  SYS_mknodat,  SYS_truncate,  SYS_openat2};
+
+/// The program: x86_64 calls only; `open` and `openat` notify only when
+/// their flags (argument 1 and 2) ask for a write.
+std::vector<sock_filter> make_filter() {
+  std::vector<sock_filter> f;
+  auto n = static_cast<uint8_t>(always_watched.size());
+  // Layout (BPF jumps go forward only): [0] load arch, [1] arch check,
+  // [2] load nr, [3, 3 + n) always, open, openat, jump to allow, open's
+  // check (2), openat's check (2), allow, notify.
+  const uint32_t open_check = 3 + n + 3;
+  const uint32_t openat_check = open_check + 2;
+  const uint32_t allow = openat_check + 2;
+  const uint32_t notify = allow + 1;
+  auto jump_to = [&](uint32_t target) {
+    return static_cast<uint8_t>(target - (f.size() + 1));
+  };
+  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                       offsetof(struct seccomp_data, arch)));
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0,
+                       jump_to(allow)));
+  f.push_back(
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+  for (auto nr : always_watched)
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr),
+                         jump_to(notify), 0));
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open,
+                       jump_to(open_check), 0));
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat,
+                       jump_to(openat_check), 0));
+  f.push_back(BPF_STMT(BPF_JMP | BPF_JA, jump_to(allow)));
+  // The low half of the flags argument (little endian).
+  for (uint32_t arg : {1u, 2u}) {
+    f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                         static_cast<uint32_t>(
+                           offsetof(struct seccomp_data, args) + arg * 8)));
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, write_flags,
+                         jump_to(notify), jump_to(allow)));
+  }
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+  return f;
+}
+
+// -- reading the caller ----------------------------------------------------------
+
+bool read_memory(pid_t pid, uint64_t addr, void* buf, size_t n) {
+  iovec local{buf, n};
+  iovec remote{reinterpret_cast<void*>(addr), n};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0)
+         == static_cast<ssize_t>(n);
+}
+
+/// A NUL-terminated string of the caller (at most PATH_MAX bytes), read
+/// page by page so that an unmapped page after it does no harm.
+std::optional<std::string> read_string(pid_t pid, uint64_t addr) {
+  std::string out;
+  char buf[4096];
+  while (out.size() < 4096) {
+    size_t left = 4096 - (addr % 4096);
+    if (!read_memory(pid, addr, buf, left))
+      return std::nullopt;
+    if (auto* nul = static_cast<char*>(std::memchr(buf, 0, left))) {
+      out.append(buf, static_cast<size_t>(nul - buf));
+      return out;
+    }
+    out.append(buf, left);
+    addr += left;
+  }
+  return std::nullopt;
+}
+
+std::string read_link(const std::string& path) {
+  char buf[4096];
+  auto n = ::readlink(path.c_str(), buf, sizeof(buf));
+  return n > 0 ? std::string{buf, static_cast<size_t>(n)} : std::string{};
+}
+
+/// `path` without `.`, `..` and repeated slashes (lexically).
+std::string normalize(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    auto end = path.find('/', pos);
+    if (end == std::string::npos)
+      end = path.size();
+    auto part = path.substr(pos, end - pos);
+    if (part == "..") {
+      if (!parts.empty())
+        parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(std::move(part));
+    }
+    pos = end + 1;
+  }
+  std::string out;
+  for (auto& p : parts)
+    out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+/// The absolute path the caller names with `dirfd` and `path`, as it sees
+/// it (its cwd or the directory's path: the same strings in its mount
+/// namespace). Empty when it cannot be told.
+std::string absolute(pid_t pid, int dirfd, const std::string& path) {
+  if (!path.empty() && path.front() == '/')
+    return normalize(path);
+  auto base = dirfd == AT_FDCWD
+                ? read_link(fmt::format("/proc/{}/cwd", pid))
+                : read_link(fmt::format("/proc/{}/fd/{}", pid, dirfd));
+  if (base.empty() || base.front() != '/')
+    return {};
+  return normalize(base + "/" + path);
+}
+
+/// Whether `path` exists in the caller's view (its root, so its mounts).
+bool exists_for(pid_t pid, const std::string& path) {
+  struct stat st;
+  auto seen = fmt::format("/proc/{}/root{}", pid, path);
+  return ::lstat(seen.c_str(), &st) == 0;
+}
+
+bool below(const std::string& path, const std::string& dir) {
+  if (dir == "/")
+    return true;
+  return path == dir
+         || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0
+             && path[dir.size()] == '/');
+}
+
+// -- judging one call ------------------------------------------------------------
+
+/// How a system call names the path it writes.
+enum class path_use {
+  /// Writes the file (open for writing, truncate): refused when it exists
+  /// or is created.
+  write,
+  /// Creates it (mkdir, mknod, symlink, link): refused unless it exists
+  /// (then EEXIST comes first).
+  create,
+  /// Removes it (unlink, rmdir, rename's source): refused when it exists.
+  remove,
+  /// rename's destination: always a write.
+  replace,
+};
+
+struct path_arg {
+  int dirfd_index;
+  int path_index;
+  path_use use;
+};
+
+/// The paths `nr` writes; `flags` of an open decide between write and
+/// create.
+std::vector<path_arg> paths_of(long nr, uint64_t open_flags) {
+  auto open_use = (open_flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0
+                    ? path_use::write
+                    : path_use::create;
+  switch (nr) {
+    case SYS_open:
+      return {{-1, 0, open_use}};
+    case SYS_openat:
+    case SYS_openat2:
+      return {{0, 1, open_use}};
+    case SYS_creat:
+    case SYS_truncate:
+      return {{-1, 0, path_use::write}};
+    case SYS_mkdir:
+    case SYS_mknod:
+      return {{-1, 0, path_use::create}};
+    case SYS_mkdirat:
+    case SYS_mknodat:
+      return {{0, 1, path_use::create}};
+    case SYS_unlink:
+    case SYS_rmdir:
+      return {{-1, 0, path_use::remove}};
+    case SYS_unlinkat:
+      return {{0, 1, path_use::remove}};
+    case SYS_rename:
+      return {{-1, 0, path_use::remove}, {-1, 1, path_use::replace}};
+    case SYS_renameat:
+    case SYS_renameat2:
+      return {{0, 1, path_use::remove}, {2, 3, path_use::replace}};
+    case SYS_link:
+    case SYS_symlink:
+      return {{-1, 1, path_use::create}};
+    case SYS_linkat:
+      return {{2, 3, path_use::create}};
+    case SYS_symlinkat:
+      return {{1, 2, path_use::create}};
+    default:
+      return {};
+  }
+}
+
+std::optional<violation> judge_write(const seccomp_notif& n,
+                                     const watch_policy& policy) {
+  auto pid = static_cast<pid_t>(n.pid);
+  auto nr = static_cast<long>(n.data.nr);
+  uint64_t flags = 0;
+  if (nr == SYS_open)
+    flags = n.data.args[1];
+  else if (nr == SYS_openat)
+    flags = n.data.args[2];
+  else if (nr == SYS_openat2) {
+    open_how how{};
+    if (!read_memory(pid, n.data.args[2], &how, sizeof(how.flags)))
+      return std::nullopt;
+    flags = how.flags;
+    if ((flags & write_flags) == 0)
+      return std::nullopt;
+  }
+  for (auto& a : paths_of(nr, flags)) {
+    auto text = read_string(pid, n.data.args[a.path_index]);
+    if (!text)
+      continue;
+    int dirfd = a.dirfd_index < 0
+                  ? AT_FDCWD
+                  : static_cast<int>(n.data.args[a.dirfd_index]);
+    auto path = absolute(pid, dirfd, *text);
+    if (path.empty() || below(path, "/dev") || below(path, "/proc"))
+      continue;
+    bool allowed = false;
+    for (auto& w : policy.writable)
+      allowed = allowed || below(path, w);
+    if (allowed)
+      continue;
+    bool there = exists_for(pid, path);
+    bool refused = a.use == path_use::replace
+                   || (a.use == path_use::write && (there || (flags & O_CREAT)))
+                   || (a.use == path_use::create && !there)
+                   || (a.use == path_use::remove && there);
+    if (refused)
+      return violation{violation_kind::write_denied, policy.execution, path};
+  }
+  return std::nullopt;
+}
+
+/// Whether a TCP socket of the caller's network namespace listens on
+/// `port` at `addr` (raw words as /proc/net prints them) or at any
+/// address.
+bool listening(pid_t pid, bool v6, const uint32_t* addr, uint16_t port) {
+  std::string text;
+  if (!read_small_file(fmt::format("/proc/{}/net/{}", pid, v6 ? "tcp6" : "tcp"),
+                       text))
+    return false;
+  size_t words = v6 ? 4 : 1;
+  size_t pos = text.find('\n');
+  while (pos != std::string::npos && pos + 1 < text.size()) {
+    auto end = text.find('\n', pos + 1);
+    auto line = text.substr(pos + 1, end == std::string::npos
+                                       ? std::string::npos
+                                       : end - pos - 1);
+    pos = end;
+    // "sl: local_address rem_address st ..."
+    char local[64] = {0};
+    char remote[64] = {0};
+    unsigned st = 0;
+    if (std::sscanf(line.c_str(), " %*d: %63s %63s %x", local, remote, &st)
+          != 3
+        || st != 0x0A)
+      continue;
+    auto colon = std::strchr(local, ':');
+    if (colon == nullptr
+        || std::strtoul(colon + 1, nullptr, 16) != port
+        || static_cast<size_t>(colon - local) != words * 8)
+      continue;
+    bool any = true;
+    bool same = true;
+    for (size_t i = 0; i < words; ++i) {
+      char word[9] = {0};
+      std::memcpy(word, local + i * 8, 8);
+      auto w = static_cast<uint32_t>(std::strtoul(word, nullptr, 16));
+      any = any && w == 0;
+      same = same && w == addr[i];
+    }
+    if (any || same)
+      return true;
+  }
+  return false;
+}
+
+int socket_type(pid_t pid, int fd) {
+  int type = SOCK_STREAM;
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0)
+    return type;
+  int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+  if (copy >= 0) {
+    socklen_t len = sizeof(type);
+    if (::getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+      type = SOCK_STREAM;
+    ::close(copy);
+  }
+  ::close(pidfd);
+  return type;
+}
+
+std::optional<violation> judge_connect(const seccomp_notif& n,
+                                       const watch_policy& policy) {
+  auto pid = static_cast<pid_t>(n.pid);
+  sockaddr_storage ss{};
+  auto len = std::min<uint64_t>(n.data.args[2], sizeof(ss));
+  if (len < sizeof(sa_family_t) || !read_memory(pid, n.data.args[1], &ss, len))
+    return std::nullopt;
+  bool v6 = ss.ss_family == AF_INET6;
+  if (ss.ss_family != AF_INET && !v6)
+    return std::nullopt;
+  if ((!v6 && len < sizeof(sockaddr_in)) || (v6 && len < sizeof(sockaddr_in6)))
+    return std::nullopt;
+  uint32_t words[4] = {0, 0, 0, 0};
+  uint16_t port = 0;
+  char text[INET6_ADDRSTRLEN] = {0};
+  bool loopback = false;
+  if (v6) {
+    auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+    std::memcpy(words, &a.sin6_addr, 16);
+    port = ntohs(a.sin6_port);
+    ::inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof(text));
+    loopback = IN6_IS_ADDR_LOOPBACK(&a.sin6_addr)
+               || (IN6_IS_ADDR_V4MAPPED(&a.sin6_addr)
+                   && a.sin6_addr.s6_addr[12] == 127);
+  } else {
+    auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+    words[0] = a.sin_addr.s_addr;
+    port = ntohs(a.sin_port);
+    ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof(text));
+    loopback = (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+  }
+  auto dest = v6 ? fmt::format("[{}]:{}", text, port)
+                 : fmt::format("{}:{}", text, port);
+  if (socket_type(pid, static_cast<int>(n.data.args[0])) == SOCK_STREAM) {
+    if (listening(pid, v6, words, port))
+      return std::nullopt;
+    return violation{violation_kind::connect_denied, policy.execution,
+                     loopback ? dest + " (nothing listens there in the session)"
+                              : dest};
+  }
+  if (loopback)
+    return std::nullopt;
+  return violation{violation_kind::connect_denied, policy.execution, dest};
+}
+
+// -- the watcher -----------------------------------------------------------------
+
+struct watcher : std::enable_shared_from_this<watcher> {
+  boost::asio::posix::stream_descriptor fd;
+  std::shared_ptr<const watch_policy> policy;
+  std::function<void(violation)> report;
+  std::vector<char> request;
+  std::vector<char> response;
+
+  watcher(reactor& r, int listener) : fd(r.context(), listener) {
+  }
+
+  void wait() {
+    fd.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                  [self = shared_from_this()](
+                    const boost::system::error_code& ec) {
+                    if (!ec)
+                      self->on_ready();
+                  });
+  }
+
+  void on_ready() {
+    pollfd p{fd.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) == 0
+        && (p.revents & (POLLHUP | POLLERR)) != 0)
+      return; // Nothing uses the filter any more: the listener closes.
+    if ((p.revents & POLLIN) != 0)
+      handle_one();
+    wait();
+  }
+
+  void handle_one() {
+    std::fill(request.begin(), request.end(), 0);
+    auto* n = reinterpret_cast<seccomp_notif*>(request.data());
+    if (::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_RECV, n) != 0)
+      return; // The caller is gone (ENOENT) or was interrupted.
+    std::optional<violation> v;
+    if (n->data.nr == SYS_connect)
+      v = judge_connect(*n, *policy);
+    else
+      v = judge_write(*n, *policy);
+    // What was read belongs to the caller only while it still waits.
+    if (v
+        && ::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id)
+             == 0)
+      report(std::move(*v));
+    std::fill(response.begin(), response.end(), 0);
+    auto* r = reinterpret_cast<seccomp_notif_resp*>(response.data());
+    r->id = n->id;
+    r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    ::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_SEND, r);
+  }
+};
+
+seccomp_notif_sizes notif_sizes() {
+  static const seccomp_notif_sizes sizes = [] {
+    seccomp_notif_sizes s{};
+    if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &s) != 0) {
+      s.seccomp_notif = sizeof(seccomp_notif);
+      s.seccomp_notif_resp = sizeof(seccomp_notif_resp);
+    }
+    return s;
+  }();
+  return sizes;
+}
+
+} // namespace
+
+const sock_fprog* watch_filter() noexcept {
+  static const std::vector<sock_filter> program = make_filter();
+  static const sock_fprog prog{static_cast<unsigned short>(program.size()),
+                               const_cast<sock_filter*>(program.data())};
+  return &prog;
+}
+
+void watch_syscalls(reactor& r, unique_fd listener,
+                    std::shared_ptr<const watch_policy> policy,
+                    std::function<void(violation)> report) {
+  auto w = std::make_shared<watcher>(r, listener.release());
+  w->policy = std::move(policy);
+  w->report = std::move(report);
+  auto sizes = notif_sizes();
+  w->request.resize(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  w->response.resize(
+    std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
+  w->wait();
+}
+
+} // namespace sandbox
