@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -360,17 +362,25 @@ CAF_TEST(file commands of a contained session see its view) {
   if (!sandbox::test::host_can_contain())
     return;
   spit(root + "/in", "x");
+  // A directory the session sees but may not change: in the current
+  // directory (the build tree), since the host's /tmp is not in its view.
+  char tmpl[] = "sandbox-cli-contained-XXXXXX";
+  CAF_REQUIRE(::mkdtemp(tmpl) != nullptr);
+  char real[PATH_MAX];
+  CAF_REQUIRE(::realpath(tmpl, real) != nullptr);
+  std::string outside = real;
+  auto target = outside + "/escaped";
   // Outside the working directory, the home, /tmp and /dev/shm: refused,
   // naming the path, and nothing is made.
-  auto j = run("--isolation contained write --json /etc/sandbox-cli-escape "
-               "< ../in");
+  auto j = run("--isolation contained write --json " + target + " < ../in");
   CAF_CHECK_EQUAL(j.status, 1);
   CAF_CHECK_EQUAL(field(j.out, "code"), "permission_denied");
-  auto t = run("--isolation contained write /etc/sandbox-cli-escape < ../in");
+  auto t = run("--isolation contained write " + target + " < ../in");
   CAF_CHECK_EQUAL(t.status, 1);
-  CAF_CHECK(t.err.find("/etc/sandbox-cli-escape") != std::string::npos);
+  CAF_CHECK(t.err.find(target) != std::string::npos);
   struct stat st;
-  CAF_CHECK_NOT_EQUAL(::lstat("/etc/sandbox-cli-escape", &st), 0);
+  CAF_CHECK_NOT_EQUAL(::lstat(target.c_str(), &st), 0);
+  CAF_CHECK_EQUAL(std::system(("rm -rf '" + outside + "'").c_str()), 0);
   // Inside the working directory, as without isolation.
   CAF_CHECK_EQUAL(run("--isolation contained write inside < ../in").status, 0);
   CAF_CHECK_EQUAL(slurp(at("inside")), "x");
