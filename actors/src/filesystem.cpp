@@ -26,6 +26,8 @@
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/fs/stat.hpp"
+#include "sandbox/fs/view.hpp"
+#include "sandbox/log.hpp"
 
 namespace sandbox::actors {
 
@@ -69,6 +71,9 @@ struct filesystem_state {
   runtime_ptr rt;
   /// Absolute; relative paths of requests resolve against it.
   std::string working_directory;
+  /// A contained session's view (none otherwise): every path is resolved
+  /// and checked in the session's mount namespace. Dropped at the stop.
+  std::shared_ptr<const fs::session_view> view;
   /// Set by `stop`; every later request fails with `session_stopped`.
   bool stopped = false;
   /// Open streamed writes by id.
@@ -91,6 +96,25 @@ struct filesystem_state {
 };
 
 using self_ptr = filesystem_actor_impl::stateful_pointer<filesystem_state>;
+
+/// A contained session's file operation was refused: a violation (kind
+/// `read_denied` or `write_denied`, detail the path). The one place that
+/// reports it; the operation's reply is the `permission_denied` error.
+void report_violation(self_ptr, const fs::denial& d) {
+  log::logger()->debug("filesystem violation: {} {}",
+                       d.kind == fs::denial::write_denied ? "write_denied"
+                                                          : "read_denied",
+                       d.path);
+}
+
+/// Where a job on the file pool stores a refusal, for the worker to report
+/// once the job is done.
+using refusal = std::shared_ptr<fs::denial>;
+
+void report_if_refused(self_ptr self, const refusal& r) {
+  if (r && !r->path.empty())
+    report_violation(self, *r);
+}
 
 // -- file jobs ----------------------------------------------------------------
 
@@ -248,17 +272,22 @@ template <class F>
 auto on_path(self_ptr self, std::string_view verb, const std::string& path,
              F op) {
   using value_type = typename std::decay_t<decltype(op(
-    std::declval<const std::string&>()))>::value_type;
+    std::declval<const std::string&>(),
+    std::declval<fs::denial*>()))>::value_type;
   using reply_type
     = std::conditional_t<std::is_void_v<value_type>, ok_atom, value_type>;
   auto abs = absolute(self, verb, path);
   if (!abs)
     return caf::result<reply_type>{to_caf(abs.error())};
   auto rp = self->make_response_promise<reply_type>();
+  auto refused = std::make_shared<fs::denial>();
   offload(
     self, fmt::format("{} {}", verb, path),
-    [op = std::move(op), abs = std::move(*abs)] { return op(abs); },
-    [rp](auto outcome) mutable {
+    [op = std::move(op), abs = std::move(*abs), refused] {
+      return op(abs, refused.get());
+    },
+    [self, rp, refused](auto outcome) mutable {
+      report_if_refused(self, refused);
       if (!outcome)
         rp.deliver(to_caf(outcome.error()));
       else if constexpr (std::is_void_v<value_type>)
@@ -350,12 +379,16 @@ find_write(self_ptr self, uint64_t id) {
 void open_write(self_ptr self, const std::string& path, std::string abs,
                 std::optional<std::string> if_version, caf::actor_addr owner,
                 caf::typed_response_promise<uint64_t> rp) {
+  auto refused = std::make_shared<fs::denial>();
   offload(
     self, fmt::format("write {}", path),
-    [abs = std::move(abs), if_version = std::move(if_version)] {
-      return fs::atomic_writer::open(abs, if_version);
+    [abs = std::move(abs), if_version = std::move(if_version),
+     view = self->state.view, refused] {
+      return view ? view->open_writer(abs, if_version, refused.get())
+                  : fs::atomic_writer::open(abs, if_version);
     },
-    [self, rp, owner, path](result<fs::atomic_writer> w) mutable {
+    [self, rp, owner, path, refused](result<fs::atomic_writer> w) mutable {
+      report_if_refused(self, refused);
       if (!w) {
         rp.deliver(to_caf(w.error()));
         return;
@@ -496,9 +529,11 @@ void pump_list(self_ptr self, std::shared_ptr<list_job> job) {
 
 filesystem_actor_impl::behavior_type
 filesystem_behavior(self_ptr self, runtime_ptr rt,
-                    std::string working_directory) {
+                    std::string working_directory,
+                    std::shared_ptr<const fs::session_view> view) {
   self->state.rt = std::move(rt);
   self->state.working_directory = std::move(working_directory);
+  self->state.view = std::move(view);
   // The opener of a write went away: nobody can finish its writes.
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
@@ -517,13 +552,21 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
   return {
     [self](read_atom, const std::string& path) -> caf::result<std::string> {
       return on_path(self, "read", path,
-                     [](const std::string& abs) { return fs::read_file(abs); });
+                     [view = self->state.view](const std::string& abs,
+                                               fs::denial* d) {
+                       return view ? view->read_file(abs, d)
+                                   : fs::read_file(abs);
+                     });
     },
     [self](read_text_atom, const std::string& path, uint64_t start_line,
            uint64_t end_line) -> caf::result<std::string> {
-      return on_path(self, "read", path, [=](const std::string& abs) {
-        return fs::read_text(abs, start_line, end_line);
-      });
+      return on_path(self, "read", path,
+                     [=, view = self->state.view](const std::string& abs,
+                                                  fs::denial* d) {
+                       return view
+                                ? view->read_text(abs, start_line, end_line, d)
+                                : fs::read_text(abs, start_line, end_line);
+                     });
     },
     [self](read_stream_atom, const std::string& path, uint32_t chunk_size,
            byte_sink& sink) -> caf::result<uint64_t> {
@@ -541,10 +584,15 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
                           ? default_read_chunk
                           : std::min<size_t>(chunk_size, max_read_chunk);
       ++self->state.streams;
+      auto refused = std::make_shared<fs::denial>();
       offload(
         self, fmt::format("read {}", path),
-        [abs = *abs] { return fs::file_reader::open(abs); },
-        [self, job](result<fs::file_reader> reader) {
+        [abs = *abs, view = self->state.view, refused] {
+          return view ? view->open_reader(abs, refused.get())
+                      : fs::file_reader::open(abs);
+        },
+        [self, job, refused](result<fs::file_reader> reader) {
+          report_if_refused(self, refused);
           if (!reader) {
             job->rp.deliver(to_caf(reader.error()));
             end_stream(self);
@@ -558,9 +606,11 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
     [self](write_atom, const std::string& path, std::string& bytes,
            const write_options& opts) -> caf::result<ok_atom> {
       return on_path(self, "write", path,
-                     [bytes = std::move(bytes),
-                      v = to_std(opts.if_version)](const std::string& abs) {
-                       return fs::write_file(abs, bytes, v);
+                     [bytes = std::move(bytes), v = to_std(opts.if_version),
+                      view = self->state.view](const std::string& abs,
+                                               fs::denial* d) {
+                       return view ? view->write_file(abs, bytes, v, d)
+                                   : fs::write_file(abs, bytes, v);
                      });
     },
     [self](open_write_atom, const std::string& path,
@@ -636,15 +686,21 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
       return rp;
     },
     [self](remove_atom, const std::string& path) -> caf::result<ok_atom> {
-      return on_path(self, "remove", path, [](const std::string& abs) {
-        return fs::remove_file(abs);
-      });
+      return on_path(self, "remove", path,
+                     [view = self->state.view](const std::string& abs,
+                                               fs::denial* d) {
+                       return view ? view->remove_file(abs, d)
+                                   : fs::remove_file(abs);
+                     });
     },
     [self](list_files_atom,
            const std::string& path) -> caf::result<std::vector<fs::dir_entry>> {
-      return on_path(self, "list", path, [](const std::string& abs) {
-        return fs::list_files(abs);
-      });
+      return on_path(self, "list", path,
+                     [view = self->state.view](const std::string& abs,
+                                               fs::denial* d) {
+                       return view ? view->list_files(abs, d)
+                                   : fs::list_files(abs);
+                     });
     },
     [self](list_atom, const std::string& path, uint32_t max_depth,
            frame_sink& sink) -> caf::result<list_done> {
@@ -661,10 +717,15 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
       job->rp = self->make_response_promise<list_done>();
       job->path = path;
       ++self->state.streams;
+      auto refused = std::make_shared<fs::denial>();
       offload(
         self, fmt::format("list {}", path),
-        [abs = *abs, max_depth] { return fs::tree_walker::open(abs, max_depth); },
-        [self, job](result<fs::tree_walker> walker) {
+        [abs = *abs, max_depth, view = self->state.view, refused] {
+          return view ? view->open_walker(abs, max_depth, refused.get())
+                      : fs::tree_walker::open(abs, max_depth);
+        },
+        [self, job, refused](result<fs::tree_walker> walker) {
+          report_if_refused(self, refused);
           if (!walker) {
             finish_list(self, job, to_caf(walker.error()));
             return;
@@ -675,13 +736,17 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
       return job->rp;
     },
     [self](stat_atom, const std::string& path) -> caf::result<fs::file_stat> {
-      return on_path(self, "stat", path, [](const std::string& abs) {
-        return fs::stat_path(abs);
-      });
+      return on_path(self, "stat", path,
+                     [view = self->state.view](const std::string& abs,
+                                               fs::denial* d) {
+                       return view ? view->stat(abs, d) : fs::stat_path(abs);
+                     });
     },
     [self](stop_atom) -> caf::result<ok_atom> {
       auto& st = self->state;
       st.stopped = true;
+      // The view's root goes with the last job that holds it.
+      st.view = nullptr;
       // Open writes end here: their temporary files go away (on the file
       // pool, after the job in flight), their targets stay as they were;
       // the answer comes once they are gone. Queued jobs are refused;
@@ -706,10 +771,12 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
 
 } // namespace
 
-filesystem_actor_impl spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
-                                       std::string working_directory) {
+filesystem_actor_impl
+spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
+                 std::string working_directory,
+                 std::shared_ptr<const fs::session_view> view) {
   return sys.spawn(filesystem_behavior, std::move(rt),
-                   std::move(working_directory));
+                   std::move(working_directory), std::move(view));
 }
 
 } // namespace sandbox::actors

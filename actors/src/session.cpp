@@ -21,7 +21,9 @@
 #include "weak_send.hpp"
 #include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
+#include "sandbox/fs/directories.hpp"
 #include "sandbox/fs/path_resolver.hpp"
+#include "sandbox/fs/view.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/isolation.hpp"
 #include "sandbox/process_tree.hpp"
@@ -190,10 +192,11 @@ result<void> ensure_contained(session_state& st) {
   auto session_cgroup = st.p.rt->session_cgroup(st.p.id);
   if (!session_cgroup.empty()) {
     spec.cgroup = session_cgroup + "/init";
-    if (::mkdir(spec.cgroup.c_str(), 0755) != 0 && errno != EEXIST)
+    // With its parents: a file operation may come before any execution.
+    if (auto ok = fs::make_directories(spec.cgroup, 0755); !ok)
       return error{errc::io_error,
                    fmt::format("cannot make cgroup {}: {}", spec.cgroup,
-                               std::strerror(errno))};
+                               ok.error().message)};
   }
   auto limits = session_limits::make(
     st.p.limits,
@@ -212,6 +215,12 @@ result<void> ensure_contained(session_state& st) {
   return {};
 }
 
+/// Where a contained session's commands and file operations may write (the
+/// Landlock rules of its commands).
+std::vector<std::string> writable_directories(const session_state& st) {
+  return {st.p.working_directory, st.p.home_directory, "/tmp", "/dev/shm"};
+}
+
 /// Reports what the seccomp filter of a contained command sees that
 /// Landlock or the network namespace will refuse: to the execution's
 /// process actor while it lives (its result carries them), else to the
@@ -220,8 +229,7 @@ void watch_execution(self_ptr self, const process_actor_impl& handle,
                      uint64_t exec_id, unique_fd listener) {
   auto& st = self->state;
   auto policy = std::make_shared<watch_policy>();
-  policy->writable = {st.p.working_directory, st.p.home_directory, "/tmp",
-                      "/dev/shm"};
+  policy->writable = writable_directories(st);
   policy->execution = exec_id;
   auto gate = st.p.rt->gate();
   weak_target process{
@@ -243,6 +251,26 @@ void watch_execution(self_ptr self, const process_actor_impl& handle,
                      send_if_alive<session_actor_impl>(session,
                                                        violations_atom_v, one);
                  });
+}
+
+/// What the filesystem worker of a contained session sees: the session's
+/// mount namespace (its init starts here when no command ran yet), with
+/// the write rules of its commands and its denied paths refused by name.
+/// None for other sessions.
+result<std::shared_ptr<const fs::session_view>>
+contained_view(session_state& st) {
+  if (st.p.isolation != isolation_mode::contained)
+    return std::shared_ptr<const fs::session_view>{};
+  if (auto ok = ensure_home(st); !ok)
+    return ok.error();
+  if (auto ok = ensure_contained(st); !ok)
+    return ok.error();
+  fs::view_policy policy;
+  policy.deny = st.p.deny;
+  policy.kept = {st.p.working_directory, st.p.home_directory};
+  policy.writable = writable_directories(st);
+  return fs::session_view::open(
+    fmt::format("/proc/{}/root", st.contained->init_pid()), std::move(policy));
 }
 
 result<session_child>
@@ -508,8 +536,11 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         return session_stopped(st);
       // Spawned on first use: an idle session costs no worker.
       if (!st.files) {
+        auto view = contained_view(st);
+        if (!view)
+          return to_caf(view.error());
         st.files = spawn_filesystem(self->system(), st.p.rt,
-                                    st.p.working_directory);
+                                    st.p.working_directory, std::move(*view));
         self->link_to(st.files);
       }
       return st.files;

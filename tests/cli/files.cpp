@@ -7,10 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "cli_fixture.hpp"
+#include "helpers/can_contain.hpp"
 
 using sandbox::test::json_lines;
 using ordered_json = nlohmann::ordered_json;
@@ -348,6 +351,49 @@ CAF_TEST(stat prints the path itself with a version) {
   CAF_CHECK_EQUAL(missing.status, 1);
   CAF_CHECK_EQUAL(lines_in(missing.err), 1u);
   CAF_CHECK_EQUAL(run("stat").status, 2);
+}
+
+CAF_TEST(file commands of a contained session see its view) {
+  if (sandbox::test::remote_mode()) {
+    // --isolation makes a session; the remote stand-in names its own.
+    CAF_MESSAGE("skipped: --isolation needs the embedded node");
+    return;
+  }
+  if (!sandbox::test::host_can_contain())
+    return;
+  spit(root + "/in", "x");
+  // A directory the session sees but may not change: in the current
+  // directory (the build tree), since the host's /tmp is not in its view.
+  char tmpl[] = "sandbox-cli-contained-XXXXXX";
+  CAF_REQUIRE(::mkdtemp(tmpl) != nullptr);
+  char real[PATH_MAX];
+  CAF_REQUIRE(::realpath(tmpl, real) != nullptr);
+  std::string outside = real;
+  auto target = outside + "/escaped";
+  // Outside the working directory, the home, /tmp and /dev/shm: refused,
+  // naming the path, and nothing is made.
+  auto j = run("--isolation contained write --json " + target + " < ../in");
+  CAF_CHECK_EQUAL(j.status, 1);
+  CAF_CHECK_EQUAL(field(j.out, "code"), "permission_denied");
+  auto t = run("--isolation contained write " + target + " < ../in");
+  CAF_CHECK_EQUAL(t.status, 1);
+  CAF_CHECK(t.err.find(target) != std::string::npos);
+  struct stat st;
+  CAF_CHECK_NOT_EQUAL(::lstat(target.c_str(), &st), 0);
+  CAF_CHECK_EQUAL(std::system(("rm -rf '" + outside + "'").c_str()), 0);
+  // Inside the working directory, as without isolation.
+  CAF_CHECK_EQUAL(run("--isolation contained write inside < ../in").status, 0);
+  CAF_CHECK_EQUAL(slurp(at("inside")), "x");
+  auto r = run("--isolation contained read inside");
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK_EQUAL(r.out, "x");
+  // /tmp is the session's own: the host's file there is not in its view
+  // (this directory lies in the host's /tmp; only the working directory
+  // comes back into the session's).
+  spit(root + "/host-file", "host");
+  auto h = run("--isolation contained read --json " + root + "/host-file");
+  CAF_CHECK_EQUAL(h.status, 1);
+  CAF_CHECK_EQUAL(field(h.out, "code"), "path_not_found");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

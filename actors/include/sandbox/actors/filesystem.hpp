@@ -1,12 +1,17 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include <caf/fwd.hpp>
 
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/runtime.hpp"
+
+namespace sandbox::fs {
+class session_view;
+} // namespace sandbox::fs
 
 namespace sandbox::actors {
 
@@ -28,7 +33,13 @@ constexpr size_t max_list_batch = 256;
 /// interleave on one worker and none buffers more than one chunk or batch.
 /// Open writes are aborted when the actor that opened them terminates, when
 /// the session stops, and when the worker goes away.
-filesystem_actor_impl spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
-                                       std::string working_directory);
+///
+/// With `view` (a contained session), every path is resolved and checked
+/// in the session's own view (`fs::session_view`): the worker sees and may
+/// change exactly what a command of the session sees and may change.
+filesystem_actor_impl
+spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
+                 std::string working_directory,
+                 std::shared_ptr<const fs::session_view> view = nullptr);
 
 } // namespace sandbox::actors

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sandbox/errc.hpp"
 #include "sandbox/unique_fd.hpp"
@@ -64,6 +65,12 @@ public:
   /// The path given to `open`.
   const std::string& path() const noexcept {
     return path_;
+  }
+
+  /// Makes later messages name `shown` instead (a contained session's view
+  /// opens files through `/proc/self/fd`).
+  void show_as(std::string shown) {
+    path_ = std::move(shown);
   }
 
 private:
@@ -166,6 +173,11 @@ public:
   /// The target path.
   const std::string& path() const noexcept {
     return path_;
+  }
+
+  /// Makes later messages name `shown` instead (see `file_reader`).
+  void show_as(std::string shown) {
+    path_ = std::move(shown);
   }
 
 private:

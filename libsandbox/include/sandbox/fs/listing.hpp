@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -99,6 +100,12 @@ public:
   /// - `path_not_found`: a directory vanished before it could be entered.
   /// - `io_error`: any other failure, or the tree was moved mid-walk.
   result<std::optional<frame>> next();
+
+  /// Makes later messages name `shown` as the root (a contained session's
+  /// view opens the root through `/proc/self/fd`).
+  void show_as(std::string shown) {
+    root_ = std::move(shown);
+  }
 
 private:
   // One directory on the current path from the root.
