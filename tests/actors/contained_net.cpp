@@ -8,6 +8,7 @@
 // with the reason, only where the host cannot give contained sessions.
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -335,6 +336,61 @@ CAF_TEST(an allowed host server is reachable from inside and nothing else) {
                         + " fetch 80 192.0.2.1");
   SANDBOX_REQUIRE_OK(away);
   CAF_CHECK_EQUAL(away->stdout_data, "ENETUNREACH\n");
+  (void) s.stop();
+}
+
+CAF_TEST(an allowed address of the host beyond loopback gets forwarded) {
+  if (!host_can_contain())
+    return;
+  // One of the host's own IPv4 addresses (traffic to it stays in the
+  // host): inside, the node adds it to the session's loopback.
+  std::string address;
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) == 0) {
+    for (auto* i = all; i != nullptr && address.empty(); i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET)
+        continue;
+      auto* in = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
+      if ((ntohl(in->sin_addr.s_addr) >> 24) == 127)
+        continue;
+      char buf[INET_ADDRSTRLEN];
+      address = ::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf));
+    }
+    ::freeifaddrs(all);
+  }
+  if (address.empty()) {
+    CAF_MESSAGE("skipped: the host has no IPv4 address besides loopback");
+    return;
+  }
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
+  socklen_t len = sizeof(addr);
+  CAF_REQUIRE_EQUAL(::bind(l, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  CAF_REQUIRE_EQUAL(::listen(l, 4), 0);
+  CAF_REQUIRE_EQUAL(::getsockname(l, reinterpret_cast<sockaddr*>(&addr), &len),
+                    0);
+  auto port = ntohs(addr.sin_port);
+  std::thread server{[l] {
+    int c = ::accept(l, nullptr, nullptr);
+    read_until_eof(c);
+    send_all(c, "far\n", 4);
+    ::close(c);
+  }};
+  auto s = make_session({address + ":" + std::to_string(port)});
+  auto r = s.execute(std::string{sandbox::test::test_child()} + " fetch "
+                     + std::to_string(port) + " " + address);
+  SANDBOX_REQUIRE_OK(r);
+  server.join();
+  ::close(l);
+  CAF_CHECK_EQUAL(r->stdout_data, "far\n");
+  // Another port of that address is refused inside.
+  auto other = s.execute(std::string{sandbox::test::test_child()}
+                         + " fetch " + std::to_string(port == 1 ? 2 : port - 1)
+                         + " " + address);
+  SANDBOX_REQUIRE_OK(other);
+  CAF_CHECK_EQUAL(other->stdout_data, "ECONNREFUSED\n");
   (void) s.stop();
 }
 
