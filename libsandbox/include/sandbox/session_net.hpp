@@ -47,8 +47,8 @@ result<void> validate_allow_entry(std::string_view entry);
 /// it in the caller's descriptor table. The socket keeps that namespace:
 /// bound, connected and driven from the host like any other. `type` may
 /// carry SOCK_NONBLOCK; SOCK_CLOEXEC is always added. Errors: the errno
-/// of `setns` or `socket` (`io_error` naming the step; `session_stopped`
-/// style ESRCH when the init is gone).
+/// of the clone, `setns` (ESRCH once the init is gone) or `socket`, as
+/// `make_errno_error` maps it, naming the step.
 result<unique_fd> socket_in_namespace(int ns_pidfd, int domain, int type);
 
 /// Adds `dest`'s address to the loopback interface of the network
