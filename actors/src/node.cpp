@@ -1,5 +1,8 @@
 #include "sandbox/actors/node.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <map>
 #include <memory>
 #include <set>
@@ -17,6 +20,7 @@
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/port_lease.hpp"
+#include "sandbox/session_net.hpp"
 
 namespace sandbox::actors {
 
@@ -178,6 +182,40 @@ void run_hook(self_ptr self, const std::string& id, session_actor s) {
     });
 }
 
+/// Leases the session's port. A contained session's port is listened on
+/// now, on the host's 127.0.0.1 (the session forwards it inside), and is
+/// none of its allowed loopback destinations (that would forward it back
+/// to itself): a port that fails either is held and another one leased.
+result<port_lease> lease_for(node_state& st, session_params& params) {
+  if (params.isolation != isolation_mode::contained)
+    return st.ports->acquire();
+  std::vector<port_lease> skipped;
+  for (;;) {
+    auto lease = st.ports->acquire();
+    if (!lease)
+      return lease;
+    auto port = lease->port();
+    bool allowed = false;
+    for (auto& d : params.allow_net)
+      allowed = allowed || (d.loopback() && d.port == port);
+    if (!allowed) {
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(port);
+      auto fd = listen_tcp(reinterpret_cast<sockaddr*>(&addr), sizeof(addr),
+                           fmt::format("127.0.0.1:{}", port));
+      if (fd) {
+        params.host_listener = std::make_shared<unique_fd>(std::move(*fd));
+        return lease;
+      }
+      if (fd.error().code != errc::port_unavailable)
+        return fd.error();
+    }
+    skipped.push_back(std::move(*lease));
+  }
+}
+
 /// The behavior of a node whose configuration is unusable: it stays up and
 /// answers every request with the reason, so that no caller sees a dead
 /// node (`request_receiver_down`) instead of what is wrong.
@@ -249,7 +287,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
       auto params = make_session_params(st.rt, cfg, st.cfg.base_directory);
       if (!params)
         return to_caf(params.error());
-      auto lease = st.ports->acquire();
+      auto lease = lease_for(st, *params);
       if (!lease)
         return to_caf(lease.error());
       session_info info;

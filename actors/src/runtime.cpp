@@ -16,6 +16,7 @@
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/launcher.hpp"
 #include "sandbox/log.hpp"
+#include "sandbox/session_net.hpp"
 #include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
@@ -84,6 +85,11 @@ result<void> validate(const runtime_config& cfg) {
     if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
       return invalid("temp_directory", quote_for_message(cfg.temp_directory),
                      ok.error().message);
+  for (auto& entry : cfg.allow_net)
+    if (auto ok = validate_allow_entry(entry); !ok)
+      return error{errc::invalid_argument,
+                   fmt::format("invalid runtime_config.allow_net: {}",
+                               ok.error().message)};
   if (cfg.isolation == isolation_mode::contained)
     if (auto missing = host_isolation().missing(); !missing.empty())
       return error{errc::unsupported,

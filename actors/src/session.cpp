@@ -1,5 +1,9 @@
 #include "sandbox/actors/session.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -29,6 +33,8 @@
 #include "sandbox/process_tree.hpp"
 #include "sandbox/session_directories.hpp"
 #include "sandbox/syscall_watch.hpp"
+#include "sandbox/session_net.hpp"
+#include "sandbox/tcp_forwarder.hpp"
 #include "sandbox/uuid.hpp"
 #include "sandbox/validation.hpp"
 
@@ -80,6 +86,11 @@ struct session_state {
   /// What its executions and file operations were refused or hit, oldest
   /// first (at most `max_session_violations`).
   std::deque<violation> violations;
+  /// A contained session's forwarders: the host's leased port into the
+  /// session, and each allowed destination out of it. Stopping one closes
+  /// its sockets at once.
+  std::shared_ptr<tcp_forwarder> inbound;
+  std::vector<std::shared_ptr<tcp_forwarder>> outbound;
 
   session_state() = default;
   session_state(const session_state&) = delete;
@@ -178,6 +189,84 @@ result<void> check_cancel_key(const session_state& st, const std::string& key) {
   return {};
 }
 
+/// Closes every forwarder of the session (their sockets are closed when
+/// this returns).
+void stop_network(session_state& st) {
+  if (st.inbound)
+    st.inbound->stop();
+  st.inbound = nullptr;
+  for (auto& f : st.outbound)
+    f->stop();
+  st.outbound.clear();
+}
+
+/// The host's leased port, listened on since the session was made,
+/// forwarded to 127.0.0.1:<port> inside: until the init exists, its
+/// connections are reset (nothing can listen inside yet).
+result<void> start_inbound(session_state& st) {
+  if (!st.p.host_listener || !*st.p.host_listener || !st.p.lease)
+    return {};
+  sockaddr_in dest{};
+  dest.sin_family = AF_INET;
+  dest.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  dest.sin_port = htons(st.p.lease->port());
+  auto f = tcp_forwarder::start(st.p.rt->reactor(),
+                                std::move(*st.p.host_listener),
+                                reinterpret_cast<sockaddr*>(&dest),
+                                sizeof(dest), nullptr,
+                                fmt::format("{} port {}", log::tag{st.p.id},
+                                            st.p.lease->port()));
+  if (!f)
+    return f.error();
+  st.inbound = std::move(*f);
+  return {};
+}
+
+/// The network of a new init: the inbound forwarder reaches inside, and
+/// each allowed destination gets its address on the session's loopback
+/// and a listener there, forwarded to the real destination from the host.
+result<void> start_network(session_state& st, contained_session& c) {
+  // The forwarders' sockets are made from their own copy of the pidfd.
+  auto pidfd = std::make_shared<unique_fd>(
+    ::fcntl(c.init_pidfd(), F_DUPFD_CLOEXEC, 3));
+  if (!*pidfd)
+    return make_errno_error(errno, "dup of the session init's pidfd");
+  if (st.inbound)
+    st.inbound->set_factory([pidfd] {
+      return socket_in_namespace(pidfd->get(), AF_INET, SOCK_STREAM);
+    });
+  for (auto& d : st.p.allow_net) {
+    auto what = fmt::format("{}:{} in the session (allowed by {})",
+                            d.address, d.port, d.entry);
+    if (auto ok = add_local_address(pidfd->get(), d); !ok)
+      return ok.error();
+    auto inside = socket_in_namespace(pidfd->get(), d.addr.ss_family,
+                                      SOCK_STREAM);
+    if (!inside)
+      return inside.error();
+    auto listener = listen_tcp(reinterpret_cast<const sockaddr*>(&d.addr),
+                               d.addr_len, what, std::move(*inside));
+    if (!listener)
+      return listener.error();
+    auto family = d.addr.ss_family;
+    auto f = tcp_forwarder::start(
+      st.p.rt->reactor(), std::move(*listener),
+      reinterpret_cast<const sockaddr*>(&d.addr), d.addr_len,
+      [family]() -> result<unique_fd> {
+        unique_fd fd{::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+        if (!fd)
+          return make_errno_error(errno, "socket (to an allowed "
+                                         "destination)");
+        return fd;
+      },
+      fmt::format("{} to {}:{}", log::tag{st.p.id}, d.address, d.port));
+    if (!f)
+      return f.error();
+    st.outbound.push_back(std::move(*f));
+  }
+  return {};
+}
+
 /// A contained session's namespaces, made once, before its first command:
 /// the init lives in `<session cgroup>/init` (only leaves hold processes),
 /// the cgroup limits go on the session's cgroup.
@@ -211,6 +300,14 @@ result<void> ensure_contained(session_state& st) {
   if (!s)
     return s.error();
   (*s)->reap_on(st.p.rt->reactor());
+  if (auto ok = start_network(st, **s); !ok) {
+    for (auto& f : st.outbound)
+      f->stop();
+    st.outbound.clear();
+    if (st.inbound)
+      st.inbound->set_factory(nullptr);
+    return ok.error();
+  }
   st.contained = std::move(*s);
   return {};
 }
@@ -388,6 +485,8 @@ void maybe_complete_stop(self_ptr self) {
 void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
+  // Nothing reaches the session's servers, nor leaves it, from now on.
+  stop_network(st);
   if (st.files) {
     // The receipt waits for the worker: its open writes are gone by then.
     ++st.awaiting;
@@ -445,6 +544,10 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
   auto& st = self->state;
   st.p = std::move(params);
   st.home_ready = !st.p.private_home;
+  if (auto ok = start_inbound(st); !ok)
+    log::logger()->warn("{} port {} is not forwarded: {}", log::tag{st.p.id},
+                        st.p.lease ? st.p.lease->port() : 0,
+                        ok.error().message);
   st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
@@ -600,8 +703,20 @@ result<session_params> make_session_params(runtime_ptr rt,
   auto cwd = current_directory();
   if (!cwd)
     return cwd.error();
+  if (cfg.allow_net)
+    for (auto& entry : *cfg.allow_net)
+      if (auto ok = validate_allow_entry(entry); !ok)
+        return error{errc::invalid_argument,
+                     fmt::format("invalid session_config.allow_net: {}",
+                                 ok.error().message)};
   session_params p;
   p.isolation = cfg.isolation ? *cfg.isolation : rt->config().isolation;
+  if (p.isolation != isolation_mode::contained && cfg.allow_net
+      && !cfg.allow_net->empty())
+    return error{errc::invalid_argument,
+                 fmt::format("session_config.allow_net ({}) applies to "
+                             "contained sessions only: this one is {}",
+                             cfg.allow_net->front(), to_string(p.isolation))};
   if (p.isolation == isolation_mode::contained) {
     auto missing = host_isolation().missing(cfg.limits);
     if (missing.empty() && (cfg.limits.memory > 0 || cfg.limits.processes > 0)
@@ -613,6 +728,14 @@ result<session_params> make_session_params(runtime_ptr rt,
                                "host lacks {}",
                                missing)};
     p.limits = cfg.limits;
+    // Names are looked up once, here (see docs/security.md).
+    auto allow = resolve_allowlist(cfg.allow_net ? *cfg.allow_net
+                                                 : rt->config().allow_net);
+    if (!allow)
+      return error{errc::invalid_argument,
+                   fmt::format("invalid session_config.allow_net: {}",
+                               allow.error().message)};
+    p.allow_net = std::move(*allow);
     p.deny = rt->config().isolation_deny;
     if (!base_directory.empty())
       p.deny.push_back(fs::resolve(*cwd, base_directory));

@@ -315,6 +315,8 @@ actors::embedded_node& embedded() {
 void apply_isolation(const global_options& g, actors::session_config& cfg) {
   if (auto mode = parse_isolation(g.isolation); mode)
     cfg.isolation = *mode;
+  if (!g.allow_net.empty())
+    cfg.allow_net = g.allow_net;
 }
 
 result<acquired_session> acquire_session(const global_options& g,

@@ -32,9 +32,14 @@ struct global_options {
   /// --isolation: none or contained (empty: the node's default); for the
   /// sessions this invocation creates, and `serve`'s default.
   std::string isolation;
+  /// --allow-net HOST:PORT (repeatable): destinations commands of the
+  /// contained sessions this invocation creates may connect to; `serve`'s
+  /// default.
+  std::vector<std::string> allow_net;
 };
 
-/// Sets `cfg.isolation` from --isolation (validated by the parser).
+/// Sets `cfg.isolation` from --isolation (validated by the parser) and
+/// `cfg.allow_net` from --allow-net (checked by the node).
 void apply_isolation(const global_options& g, actors::session_config& cfg);
 
 /// Exit statuses of the CLI (docs/cli.md).

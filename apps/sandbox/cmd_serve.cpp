@@ -82,6 +82,7 @@ int serve(const global_options& g, const serve_flags& f) {
   rcfg.reap_all_orphans = true;
   if (auto mode = parse_isolation(g.isolation); mode)
     rcfg.isolation = *mode;
+  rcfg.allow_net = g.allow_net;
   // Commands of contained sessions never read the node's key.
   if (!g.tls_key.empty())
     rcfg.isolation_deny.push_back(std::filesystem::absolute(g.tls_key));

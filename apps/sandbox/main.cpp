@@ -190,6 +190,11 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
     return usage_error(g, "--isolation sets the isolation of the sessions a "
                           "command creates: it does nothing for an existing "
                           "session (--session), session list or session stop");
+  if (!g.allow_net.empty() && (!g.session.empty() || !creates))
+    return usage_error(g, "--allow-net sets the destinations of the "
+                          "sessions a command creates: it does nothing for "
+                          "an existing session (--session), session list or "
+                          "session stop");
   if (serving && (!g.nodes.empty() || !g.session.empty()))
     return usage_error(g, fmt::format("serve: {} is for clients of a node",
                                       g.nodes.empty() ? "--session"
@@ -235,6 +240,12 @@ int main(int argc, char** argv) {
                 "none or contained: isolation of the sessions this command "
                 "creates (serve: the node's default); see docs/security.md")
     ->check(CLI::IsMember({"none", "contained"}));
+  app
+    .add_option("--allow-net", g.allow_net,
+                "HOST:PORT a command of a contained session this command "
+                "creates may connect to (repeatable; serve: the node's "
+                "default); see docs/security.md")
+    ->allow_extra_args(false);
   std::vector<command> commands;
   commands.push_back(add_run(app, g));
   commands.push_back(add_code(app, g));

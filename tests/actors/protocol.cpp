@@ -92,8 +92,12 @@ CAF_TEST(session configs and infos survive serialization) {
   c.home_directory = "/h";
   c.env = {{"K", "V"}};
   c.detached = true;
+  c.allow_net = std::vector<std::string>{"127.0.0.1:80", "[::1]:443"};
   auto dc = round_trip(c);
   CAF_CHECK(dc.detached);
+  CAF_REQUIRE(dc.allow_net);
+  CAF_CHECK(*dc.allow_net == *c.allow_net);
+  CAF_CHECK(!round_trip(actors::session_config{}).allow_net);
   CAF_CHECK(!dc.owner);
   CAF_CHECK_EQUAL(dc.working_directory, "/w");
   CAF_CHECK_EQUAL(dc.home_directory, "/h");

@@ -12,6 +12,17 @@
 //                                          a listener of its own first);
 //                                          prints "connected" or the errno
 //                                          name and exits 0 or 1
+//   sandbox-test-child echo-server PORT    listens on 127.0.0.1:PORT, prints
+//                                          "listening", then serves one
+//                                          connection at a time: echoes
+//                                          every byte, and after the peer's
+//                                          half-close sends "bye\n" and
+//                                          closes; runs until killed
+//   sandbox-test-child fetch PORT [ADDR]   connects to ADDR:PORT (IPv4,
+//                                          default 127.0.0.1), sends
+//                                          "ping\n", half-closes, prints
+//                                          what it reads until EOF (or the
+//                                          errno name; exits 1)
 //   sandbox-test-child fork-bomb           forks until fork fails; prints
 //                                          "bounded after N" when it did
 //                                          (its children pause until killed)
@@ -69,6 +80,77 @@ int connect_to(int port) {
   }
   std::printf("connected\n");
   return 0;
+}
+
+bool send_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    auto w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w <= 0)
+      return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+int echo_server(int port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  int l = ::socket(AF_INET, SOCK_STREAM, 0);
+  int on = 1;
+  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+      || ::listen(l, 16) != 0) {
+    std::printf("listen: %s\n", strerrorname_np(errno));
+    return 1;
+  }
+  std::printf("listening\n");
+  std::fflush(stdout);
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    int c = ::accept(l, nullptr, nullptr);
+    if (c < 0)
+      continue;
+    for (;;) {
+      auto n = ::recv(c, buf.data(), buf.size(), 0);
+      if (n < 0)
+        break;
+      if (n == 0) {
+        send_all(c, "bye\n", 4);
+        break;
+      }
+      if (!send_all(c, buf.data(), static_cast<size_t>(n)))
+        break;
+    }
+    ::close(c);
+  }
+}
+
+int fetch(int port, const char* address) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::inet_pton(AF_INET, address, &addr.sin_addr);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (s < 0
+      || ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+      || !send_all(s, "ping\n", 5) || ::shutdown(s, SHUT_WR) != 0) {
+    std::printf("%s\n", strerrorname_np(errno));
+    return 1;
+  }
+  char buf[4096];
+  for (;;) {
+    auto n = ::recv(s, buf, sizeof(buf), 0);
+    if (n < 0) {
+      std::printf("%s\n", strerrorname_np(errno));
+      return 1;
+    }
+    if (n == 0)
+      return 0;
+    write_all(buf, static_cast<size_t>(n));
+  }
 }
 
 int fork_bomb() {
@@ -140,6 +222,10 @@ int main(int argc, char** argv) {
     return std::atoi(argv[2]);
   if (mode == "connect" && argc == 3)
     return connect_to(std::atoi(argv[2]));
+  if (mode == "echo-server" && argc == 3)
+    return echo_server(std::atoi(argv[2]));
+  if (mode == "fetch" && (argc == 3 || argc == 4))
+    return fetch(std::atoi(argv[2]), argc == 4 ? argv[3] : "127.0.0.1");
   if (mode == "fork-bomb")
     return fork_bomb();
   if (mode == "alloc" && argc == 3) {

@@ -92,13 +92,18 @@ struct session_config {
   caf::optional<isolation_mode> isolation;
   /// Limits of a contained session (ignored by `none`).
   isolation_limits limits;
+  /// Outside destinations (`HOST:PORT`) commands of a contained session may
+  /// connect to (docs/security.md); unset: the node's default
+  /// (`runtime_config::allow_net`). A `none` session must leave it unset
+  /// or empty.
+  caf::optional<std::vector<std::string>> allow_net;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_config& x) {
   return f(caf::meta::type_name("sandbox::actors::session_config"),
            x.working_directory, x.home_directory, x.env, x.owner, x.detached,
-           x.isolation, x.limits);
+           x.isolation, x.limits, x.allow_net);
 }
 
 /// What a session tells about itself.

@@ -77,6 +77,9 @@ struct runtime_config {
   /// empty), e.g. the node's TLS key; the node's base directory (other
   /// sessions' directories) is always added.
   std::vector<std::string> isolation_deny;
+  /// Outside destinations (`HOST:PORT`) that commands of contained sessions
+  /// may connect to when their config names none (docs/security.md).
+  std::vector<std::string> allow_net;
 };
 
 /// Checks every value of `cfg`, including that the shell is an absolute

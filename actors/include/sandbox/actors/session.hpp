@@ -10,6 +10,8 @@
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/runtime.hpp"
 #include "sandbox/port_lease.hpp"
+#include "sandbox/session_net.hpp"
+#include "sandbox/unique_fd.hpp"
 
 namespace sandbox::actors {
 
@@ -38,6 +40,11 @@ struct session_params {
   isolation_limits limits;
   /// Paths its commands cannot read (contained only).
   std::vector<std::string> deny;
+  /// Outside destinations its commands may connect to (contained only).
+  std::vector<net_destination> allow_net;
+  /// A contained session's listener on 127.0.0.1:<leased port> of the
+  /// host, forwarded into the session (shared: actor arguments are copied).
+  std::shared_ptr<unique_fd> host_listener;
 };
 
 struct session_state;
