@@ -74,6 +74,8 @@ struct filesystem_state {
   /// A contained session's view (none otherwise): every path is resolved
   /// and checked in the session's mount namespace. Dropped at the stop.
   std::shared_ptr<const fs::session_view> view;
+  /// The session, told the violations (weak: it holds the worker).
+  caf::actor_addr session;
   /// Set by `stop`; every later request fails with `session_stopped`.
   bool stopped = false;
   /// Open streamed writes by id.
@@ -100,11 +102,14 @@ using self_ptr = filesystem_actor_impl::stateful_pointer<filesystem_state>;
 /// A contained session's file operation was refused: a violation (kind
 /// `read_denied` or `write_denied`, detail the path). The one place that
 /// reports it; the operation's reply is the `permission_denied` error.
-void report_violation(self_ptr, const fs::denial& d) {
-  log::logger()->debug("filesystem violation: {} {}",
-                       d.kind == fs::denial::write_denied ? "write_denied"
-                                                          : "read_denied",
-                       d.path);
+/// A refused file operation is a violation of the session (execution 0:
+/// no command caused it).
+void report_violation(self_ptr self, const fs::denial& d) {
+  auto kind = d.kind == fs::denial::write_denied ? violation_kind::write_denied
+                                                 : violation_kind::read_denied;
+  if (auto session = caf::actor_cast<session_actor_impl>(self->state.session))
+    self->send(session, violations_atom_v,
+               std::vector<violation>{violation{kind, 0, d.path}});
 }
 
 /// Where a job on the file pool stores a refusal, for the worker to report
@@ -530,8 +535,10 @@ void pump_list(self_ptr self, std::shared_ptr<list_job> job) {
 filesystem_actor_impl::behavior_type
 filesystem_behavior(self_ptr self, runtime_ptr rt,
                     std::string working_directory,
-                    std::shared_ptr<const fs::session_view> view) {
+                    std::shared_ptr<const fs::session_view> view,
+                    caf::actor_addr session) {
   self->state.rt = std::move(rt);
+  self->state.session = std::move(session);
   self->state.working_directory = std::move(working_directory);
   self->state.view = std::move(view);
   // The opener of a write went away: nobody can finish its writes.
@@ -774,9 +781,11 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
 filesystem_actor_impl
 spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
                  std::string working_directory,
-                 std::shared_ptr<const fs::session_view> view) {
+                 std::shared_ptr<const fs::session_view> view,
+                 caf::actor_addr session) {
   return sys.spawn(filesystem_behavior, std::move(rt),
-                   std::move(working_directory), std::move(view));
+                   std::move(working_directory), std::move(view),
+                   std::move(session));
 }
 
 } // namespace sandbox::actors

@@ -643,7 +643,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         if (!view)
           return to_caf(view.error());
         st.files = spawn_filesystem(self->system(), st.p.rt,
-                                    st.p.working_directory, std::move(*view));
+                                    st.p.working_directory, std::move(*view),
+                                    self->address());
         self->link_to(st.files);
       }
       return st.files;

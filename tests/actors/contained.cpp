@@ -86,14 +86,17 @@ struct host_helper {
 
 struct fixture {
   sandbox::test::temp_dir dir;
+  /// What the session sees but may not change (the host's /tmp, where
+  /// `dir` lies, is not in its view at all).
+  sandbox::test::outside_dir out;
   std::string key;
   std::unique_ptr<sandbox::actors::embedded_node> node;
 
   fixture() {
-    key = dir.path + "/node-key.pem";
+    key = out.path + "/node-key.pem";
     std::ofstream{key} << "SECRET-KEY";
     ::mkdir((dir.path + "/base").c_str(), 0755);
-    ::mkdir((dir.path + "/outside").c_str(), 0755);
+    ::mkdir((out.path + "/outside").c_str(), 0755);
     auto cfg = sandbox::test::node_fixture::config();
     cfg.isolation = isolation_mode::contained;
     cfg.isolation_deny = {key};
@@ -150,7 +153,7 @@ CAF_TEST(a write outside the allowed directories fails) {
   if (!host_can_contain())
     return;
   auto s = make_session();
-  auto target = dir.path + "/outside/escaped";
+  auto target = out.path + "/outside/escaped";
   auto r = run(s, "echo x > " + target);
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(!exists(target));
@@ -159,11 +162,11 @@ CAF_TEST(a write outside the allowed directories fails) {
                           1));
   CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::write_denied,
                        target));
-  auto m = run(s, "mkdir " + dir.path + "/outside/d");
+  auto m = run(s, "mkdir " + out.path + "/outside/d");
   CAF_CHECK_NOT_EQUAL(m.exit_code, 0);
-  CAF_CHECK(!exists(dir.path + "/outside/d"));
+  CAF_CHECK(!exists(out.path + "/outside/d"));
   CAF_CHECK(has_detail(m.violations, sandbox::violation_kind::write_denied,
-                       dir.path + "/outside/d"));
+                       out.path + "/outside/d"));
   // An existing directory outside is no violation (mkdir -p walks it).
   auto p = run(s, "mkdir -p " + dir.path + "/home/sub");
   CAF_CHECK_EQUAL(p.exit_code, 0);
@@ -271,7 +274,15 @@ CAF_TEST(nothing of the session survives its stop) {
   std::random_device rd;
   auto token = "300." + std::to_string(rd() % 900000 + 100000);
   auto s = make_session();
-  auto r = run(s, "(setsid env -i sleep " + token + " > /dev/null 2>&1 &)");
+  // The command ends once the escaper runs (its command line holds the
+  // token, which the command's own text does not spell out), so the scan
+  // below finds it.
+  auto dot = token.find('.');
+  auto r = run(s, "t=" + token.substr(0, dot + 1) + "; t=${t}"
+                    + token.substr(dot + 1)
+                    + "; setsid env -i sleep $t > /dev/null 2>&1 & p=$!; "
+                      "until grep -q $t /proc/$p/cmdline 2>/dev/null; "
+                      "do :; done");
   CAF_CHECK_EQUAL(r.exit_code, 0);
   // The escaper, as the host sees it.
   std::vector<int> pidfds;

@@ -56,33 +56,9 @@ bool mentions(const sandbox::error& e, const std::string& what) {
     }                                                                          \
   } while (false)
 
-/// A scratch directory in the current directory (the build tree), not
-/// under /tmp: a contained session's /tmp is its own, so what lies in the
-/// host's /tmp is not in its view at all, and a write there lands in its
-/// private /tmp. Paths a session sees but may not change live here.
-struct outside_dir {
-  std::string path;
-
-  outside_dir() {
-    char tmpl[] = "sandbox-contained-files-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr)
-      throw std::runtime_error("mkdtemp failed in the current directory");
-    char real[PATH_MAX];
-    if (::realpath(tmpl, real) == nullptr)
-      throw std::runtime_error("realpath failed");
-    path = real;
-  }
-
-  ~outside_dir() {
-    std::string cmd = "rm -rf '" + path + "'";
-    if (std::system(cmd.c_str()) != 0)
-      return;
-  }
-};
-
 struct fixture {
   sandbox::test::temp_dir dir;
-  outside_dir out;
+  sandbox::test::outside_dir out;
   /// The node's key under /tmp (invisible to the session) and one it can
   /// see (covered by an empty mount).
   std::string key;
@@ -156,6 +132,13 @@ CAF_TEST(the denied key cannot be read or examined) {
   CHECK_DENIED(f.read_file(key), key);
   CHECK_DENIED(f.read_text(key, 1), key);
   CHECK_DENIED(f.stat(key), key);
+  // Each refusal is a violation of the session, of no execution.
+  auto seen = s.violations();
+  SANDBOX_REQUIRE_OK(seen);
+  CAF_REQUIRE(!seen->empty());
+  CAF_CHECK(seen->back().kind == sandbox::violation_kind::read_denied);
+  CAF_CHECK_EQUAL(seen->back().execution, 0u);
+  CAF_CHECK_EQUAL(seen->back().detail, key);
   CHECK_DENIED(f.list_files(key), key);
   auto streamed = f.read_stream(key, [](const std::string&) { return true; });
   CHECK_DENIED(streamed, key);

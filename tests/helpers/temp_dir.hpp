@@ -46,4 +46,29 @@ struct temp_dir {
   }
 };
 
+/// A scratch directory in the current directory (the build tree), not
+/// under /tmp: a contained session's /tmp is its own, so what lies in the
+/// host's /tmp is not in its view at all, and a write there lands in its
+/// private /tmp. Paths a contained session sees but may not
+/// change live here.
+struct outside_dir {
+  std::string path;
+
+  outside_dir() {
+    char tmpl[] = "sandbox-outside-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr)
+      throw std::runtime_error("mkdtemp failed in the current directory");
+    char real[PATH_MAX];
+    if (::realpath(tmpl, real) == nullptr)
+      throw std::runtime_error("realpath failed");
+    path = real;
+  }
+
+  ~outside_dir() {
+    std::string cmd = "rm -rf '" + path + "'";
+    if (std::system(cmd.c_str()) != 0)
+      return;
+  }
+};
+
 } // namespace sandbox::test

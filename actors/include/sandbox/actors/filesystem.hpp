@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
 
 #include "sandbox/actors/protocol.hpp"
@@ -36,10 +37,12 @@ constexpr size_t max_list_batch = 256;
 ///
 /// With `view` (a contained session), every path is resolved and checked
 /// in the session's own view (`fs::session_view`): the worker sees and may
-/// change exactly what a command of the session sees and may change.
+/// change exactly what a command of the session sees and may change; each
+/// refusal goes to `session` as a violation.
 filesystem_actor_impl
 spawn_filesystem(caf::actor_system& sys, runtime_ptr rt,
                  std::string working_directory,
-                 std::shared_ptr<const fs::session_view> view = nullptr);
+                 std::shared_ptr<const fs::session_view> view = nullptr,
+                 caf::actor_addr session = {});
 
 } // namespace sandbox::actors
