@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "cli_fixture.hpp"
+#include "helpers/can_contain.hpp"
+#include "helpers/temp_dir.hpp"
 
 using sandbox::test::json_lines;
 using sandbox::test::sandbox_cli;
@@ -62,6 +64,46 @@ CAF_TEST(run json prints chunks then one result) {
   }
   CAF_CHECK(text);
   CAF_CHECK(binary);
+}
+
+CAF_TEST(run json names what a contained session refused) {
+  if (sandbox::test::remote_mode()) {
+    CAF_MESSAGE("skipped: --isolation needs the embedded node");
+    return;
+  }
+  if (!sandbox::test::host_can_contain())
+    return;
+  // The session works in `wd` (in /tmp); `out` (in the build tree) it sees
+  // but may not change.
+  sandbox::test::temp_dir wd;
+  sandbox::test::outside_dir out;
+  auto target = out.path + "/escaped";
+  auto in_wd = [&](const std::string& args) {
+    return sandbox::test::run_shell("cd '" + wd.path + "' && "
+                                    + sandbox::test::cli_path() + " " + args);
+  };
+  auto r = in_wd("--isolation contained run --json 'echo x > " + target
+                 + "'");
+  CAF_CHECK_NOT_EQUAL(r.status, 0);
+  auto lines = json_lines(r.out);
+  CAF_REQUIRE(!lines.empty());
+  auto& last = lines.back();
+  CAF_CHECK_EQUAL(last["type"], "result");
+  CAF_CHECK(last["ended_by"].is_null());
+  CAF_REQUIRE_EQUAL(last["violations"].size(), 1u);
+  CAF_CHECK_EQUAL(last["violations"][0]["kind"], "write_denied");
+  CAF_CHECK_EQUAL(last["violations"][0]["execution"], 1);
+  CAF_CHECK_EQUAL(last["violations"][0]["detail"], target);
+  // Without --json: one line on stderr after the command's own.
+  auto t = in_wd("--isolation contained run 'echo x > " + target + "' 2>&1");
+  CAF_CHECK(t.out.find("sandbox: write_denied: " + target)
+            != std::string::npos);
+  // An honest command has none.
+  auto h = in_wd("--isolation contained run --json true");
+  CAF_CHECK_EQUAL(h.status, 0);
+  auto honest = json_lines(h.out);
+  CAF_REQUIRE(!honest.empty());
+  CAF_CHECK(honest.back()["violations"].empty());
 }
 
 CAF_TEST(run timeout prints the result and exits 124) {
