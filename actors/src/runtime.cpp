@@ -16,6 +16,7 @@
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/launcher.hpp"
 #include "sandbox/log.hpp"
+#include "sandbox/read_guard.hpp"
 #include "sandbox/session_net.hpp"
 #include "sandbox/validation.hpp"
 
@@ -156,11 +157,15 @@ runtime::~runtime() {
   // A reactor or file thread cannot join itself: hand the teardown to a
   // thread of its own, which joins them once the current callback has
   // returned.
+  // Its group closes on the reactor: before that stops.
+  auto guard = std::move(read_guard_);
   if (reactor_->executor().running_in_this_thread()
       || files_->get_executor().running_in_this_thread()) {
-    std::thread{[reap = std::move(reaper_), r = std::move(reactor_),
+    std::thread{[guard = std::move(guard), reap = std::move(reaper_),
+                 r = std::move(reactor_),
                  files = std::move(files_), cg = std::move(cgroups_),
                  dog = std::move(watchdog_)]() mutable {
+      guard.reset();
       files.reset();
       reap.reset();
       r.reset();
@@ -169,6 +174,7 @@ runtime::~runtime() {
     }}.detach();
     return;
   }
+  guard.reset();
   // File jobs in flight finish first (they reach actors through the gate).
   files_.reset();
   // The reaper's signal set lives on the reactor: destroy it first.
@@ -193,6 +199,22 @@ result<std::string> runtime::execution_cgroup(const std::string& id,
   if (!cgroups_)
     return std::string{};
   return cgroups_->make_execution(id, exec);
+}
+
+std::shared_ptr<sandbox::read_guard> runtime::read_guard() {
+  std::lock_guard<std::mutex> guard{read_guard_mtx_};
+  if (!read_guard_tried_) {
+    read_guard_tried_ = true;
+    if (sandbox::read_guard::available()) {
+      if (auto g = sandbox::read_guard::start(*reactor_))
+        read_guard_ = std::move(*g);
+      else
+        sandbox::log::logger()->warn("reads of denied paths are not "
+                                     "reported: {}",
+                                     g.error().message);
+    }
+  }
+  return read_guard_;
 }
 
 } // namespace sandbox::actors

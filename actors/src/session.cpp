@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <caf/actor_system.hpp>
@@ -31,6 +32,7 @@
 #include "sandbox/log.hpp"
 #include "sandbox/isolation.hpp"
 #include "sandbox/process_tree.hpp"
+#include "sandbox/read_guard.hpp"
 #include "sandbox/session_directories.hpp"
 #include "sandbox/syscall_watch.hpp"
 #include "sandbox/session_net.hpp"
@@ -48,6 +50,14 @@ struct session_child {
   std::string cancel_key;
   /// Started by `spawn`: its actor may outlive the result (see `finished`).
   bool spawned = false;
+};
+
+/// A contained session's running executions by process group (the
+/// leader's pid): the read guard's reports come on a reactor thread and go
+/// straight to the execution's process actor while the reader waits.
+struct running_groups {
+  std::mutex mtx;
+  std::map<pid_t, std::pair<uint64_t, weak_target>> by_group;
 };
 
 /// State of one session actor; owned by the actor alone.
@@ -78,6 +88,12 @@ struct session_state {
   size_t awaiting = 0;
   std::optional<stop_receipt> receipt;
   std::vector<caf::typed_response_promise<stop_receipt>> stop_waiters;
+  /// This actor, for reactor callbacks (set when it starts).
+  std::optional<weak_target> self_target;
+  std::shared_ptr<running_groups> running = std::make_shared<running_groups>();
+  /// The placeholders over a contained session's denied paths (its reads
+  /// are reported); they go after the namespaces that mount them.
+  std::unique_ptr<read_guard::cover> read_cover;
   /// A contained session's namespaces (made at the first execution);
   /// destroying it kills them with everything inside.
   std::unique_ptr<contained_session> contained;
@@ -267,6 +283,8 @@ result<void> start_network(session_state& st, contained_session& c) {
   return {};
 }
 
+result<void> cover_denied(session_state& st, containment_spec& spec);
+
 /// A contained session's namespaces, made once, before its first command:
 /// the init lives in `<session cgroup>/init` (only leaves hold processes),
 /// the cgroup limits go on the session's cgroup.
@@ -296,9 +314,13 @@ result<void> ensure_contained(session_state& st) {
     return limits.error();
   st.cgroup_limits = *limits;
   spec.cgroup_limits = st.cgroup_limits;
+  if (auto ok = cover_denied(st, spec); !ok)
+    return ok.error();
   auto s = contained_session::start(spec);
-  if (!s)
+  if (!s) {
+    st.read_cover.reset();
     return s.error();
+  }
   (*s)->reap_on(st.p.rt->reactor());
   if (auto ok = start_network(st, **s); !ok) {
     for (auto& f : st.outbound)
@@ -306,6 +328,8 @@ result<void> ensure_contained(session_state& st) {
     st.outbound.clear();
     if (st.inbound)
       st.inbound->set_factory(nullptr);
+    s->reset();
+    st.read_cover.reset();
     return ok.error();
   }
   st.contained = std::move(*s);
@@ -318,6 +342,70 @@ std::vector<std::string> writable_directories(const session_state& st) {
   return {st.p.working_directory, st.p.home_directory, "/tmp", "/dev/shm"};
 }
 
+weak_target weak_process(const process_actor_impl& handle, runtime& rt) {
+  return {
+    caf::weak_actor_ptr{caf::actor_cast<caf::strong_actor_ptr>(handle).get()},
+    rt.gate()};
+}
+
+/// Forgets the child `i` (its process actor has its result or is gone).
+void forget_child(session_state& st,
+                  std::map<caf::actor_addr, session_child>::iterator i) {
+  {
+    std::lock_guard<std::mutex> guard{st.running->mtx};
+    st.running->by_group.erase(i->second.pid);
+  }
+  st.children.erase(i);
+}
+
+/// Gives `v` to the execution's process actor while it lives (its result
+/// carries it), else to the session. Called on reactor threads.
+void report_violation(const weak_target* process, const weak_target& session,
+                      violation v) {
+  std::vector<violation> one{std::move(v)};
+  bool sent = false;
+  if (process != nullptr)
+    process->gate->run([&] {
+      if (auto strong = process->actor.lock()) {
+        caf::anon_send(caf::actor_cast<process_actor_impl>(strong),
+                       violations_atom_v, one);
+        sent = true;
+      }
+    });
+  if (!sent)
+    send_if_alive<session_actor_impl>(session, violations_atom_v, one);
+}
+
+/// Places the node's placeholders over a contained session's denied paths
+/// where the host lets the node watch their opens (read_guard.hpp): each
+/// refused read is a `read_denied` violation of the execution whose process
+/// group read it (of the session, execution 0, when none matches).
+result<void> cover_denied(session_state& st, containment_spec& spec) {
+  auto guard = st.p.rt->read_guard();
+  if (!guard || spec.deny.empty())
+    return {};
+  auto cover = guard->make_cover(
+    st.p.rt->config().temp_directory, spec.deny,
+    [running = st.running, session = *st.self_target](denied_read d) {
+      violation v{violation_kind::read_denied, 0, std::move(d.path)};
+      std::optional<weak_target> process;
+      {
+        std::lock_guard<std::mutex> guard{running->mtx};
+        auto i = running->by_group.find(d.pgid);
+        if (i != running->by_group.end()) {
+          v.execution = i->second.first;
+          process = i->second.second;
+        }
+      }
+      report_violation(process ? &*process : nullptr, session, std::move(v));
+    });
+  if (!cover)
+    return cover.error();
+  spec.placeholders = (*cover)->placeholders();
+  st.read_cover = std::move(*cover);
+  return {};
+}
+
 /// Reports what the seccomp filter of a contained command sees that
 /// Landlock or the network namespace will refuse: to the execution's
 /// process actor while it lives (its result carries them), else to the
@@ -328,25 +416,10 @@ void watch_execution(self_ptr self, const process_actor_impl& handle,
   auto policy = std::make_shared<watch_policy>();
   policy->writable = writable_directories(st);
   policy->execution = exec_id;
-  auto gate = st.p.rt->gate();
-  weak_target process{
-    caf::weak_actor_ptr{caf::actor_cast<caf::strong_actor_ptr>(handle).get()},
-    gate};
+  auto process = weak_process(handle, *st.p.rt);
   watch_syscalls(st.p.rt->reactor(), std::move(listener), std::move(policy),
-                 [process, session = weak_self(self, *st.p.rt)](violation v) {
-                   std::vector<violation> one{std::move(v)};
-                   bool sent = false;
-                   process.gate->run([&] {
-                     if (auto strong = process.actor.lock()) {
-                       caf::anon_send(
-                         caf::actor_cast<process_actor_impl>(strong),
-                         violations_atom_v, one);
-                       sent = true;
-                     }
-                   });
-                   if (!sent)
-                     send_if_alive<session_actor_impl>(session,
-                                                       violations_atom_v, one);
+                 [process, session = *st.self_target](violation v) {
+                   report_violation(&process, session, std::move(v));
                  });
 }
 
@@ -430,6 +503,11 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   auto listener = (*child)->take_watch_listener();
   auto handle = spawn_process(self->system(), std::move(params));
   self->monitor(handle);
+  if (st.read_cover) {
+    std::lock_guard<std::mutex> guard{st.running->mtx};
+    st.running->by_group.insert_or_assign(
+      pid, std::make_pair(exec_id, weak_process(handle, *st.p.rt)));
+  }
   if (listener)
     watch_execution(self, handle, exec_id, std::move(listener));
   session_child entry{handle, pid, opts.cancel_key, keep_stdin};
@@ -457,10 +535,15 @@ void maybe_complete_stop(self_ptr self) {
   st.stop_waiters.clear();
   // Dropping the handles lets finished process actors go away.
   st.children.clear();
+  {
+    std::lock_guard<std::mutex> guard{st.running->mtx};
+    st.running->by_group.clear();
+  }
   st.groups.clear();
   // A contained session's PID namespace ends with its init: whatever the
   // sweep could not find there is killed by the kernel.
   st.contained.reset();
+  st.read_cover.reset();
   st.cgroup_limits.reset();
   // §22: the leased port is free again once nothing of the session runs.
   if (st.p.lease) {
@@ -549,9 +632,11 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                         st.p.lease ? st.p.lease->port() : 0,
                         ok.error().message);
   st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
+  st.self_target = weak_self(self, *st.p.rt);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
-    st.children.erase(msg.source);
+    if (auto i = st.children.find(msg.source); i != st.children.end())
+      forget_child(st, i);
     st.finished.erase(msg.source);
   });
   return {
@@ -679,7 +764,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         return;
       if (i->second.spawned && !st.stopped)
         st.finished.insert(sender);
-      st.children.erase(i);
+      forget_child(st, i);
     },
   };
 }

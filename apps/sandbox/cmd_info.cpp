@@ -46,6 +46,7 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
     v1[ctl] = dir;
   j["cgroup_v1"] = v1;
   j["syscall_watch"] = s.syscall_watch;
+  j["read_watch"] = s.read_watch;
   if (!missing.empty())
     j["missing"] = missing;
   return j;

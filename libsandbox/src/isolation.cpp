@@ -1,4 +1,5 @@
 #include "sandbox/isolation.hpp"
+#include "sandbox/read_guard.hpp"
 
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -241,10 +242,12 @@ const char* init_stage_name(int stage) {
 }
 
 /// A path mounted over: a private tmpfs (/tmp), an empty directory or an
-/// empty file (a denied path).
+/// empty file (a denied path), or a placeholder of the node's bound over a
+/// denied path (`source`; see read_guard.hpp).
 struct init_mask {
   enum kind_t : int { private_tmp, hide_dir, hide_file } kind;
   const char* path;
+  const char* source = nullptr;
 };
 
 /// A directory that stays reachable inside a masked one: its mount is
@@ -343,9 +346,16 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
     }
     k.tree = static_cast<int>(r);
   }
-  for (size_t i = 0; i < p->nmasks; ++i) {
-    auto& m = p->masks[i];
-    if (m.kind == init_mask::hide_file)
+  // Placeholders first: they may lie in the host's /tmp, which the private
+  // one covers next.
+  for (size_t i = 0; i < 2 * p->nmasks; ++i) {
+    auto& m = p->masks[i % p->nmasks];
+    if ((m.source != nullptr) != (i < p->nmasks))
+      continue;
+    if (m.source != nullptr)
+      r = child_sys(SYS_mount, reinterpret_cast<long>(m.source),
+                    reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
+    else if (m.kind == init_mask::hide_file)
       r = child_sys(SYS_mount, reinterpret_cast<long>("/dev/null"),
                     reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
     else
@@ -501,8 +511,13 @@ void plan_mounts(const containment_spec& spec, init_layout& l) {
     l.mask_paths.push_back(path);
     l.masks.push_back(init_mask{kind, nullptr});
   }
-  for (size_t i = 0; i < l.masks.size(); ++i)
+  for (size_t i = 0; i < l.masks.size(); ++i) {
     l.masks[i].path = l.mask_paths[i].c_str();
+    auto ph = spec.placeholders.find(l.mask_paths[i]);
+    if (l.masks[i].kind != init_mask::private_tmp
+        && ph != spec.placeholders.end())
+      l.masks[i].source = ph->second.c_str();
+  }
   for (auto* keep : {&spec.working_directory, &spec.home_directory}) {
     const std::string* under = nullptr;
     for (auto& m : l.mask_paths)
@@ -749,6 +764,7 @@ const isolation_support& host_isolation() {
       s.syscall_watch
         = ::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
     }
+    s.read_watch = read_guard::available();
     for (auto ctl : {"memory", "pids"})
       if (!s.has_controller(ctl))
         if (auto dir = usable_v1_directory(ctl); !dir.empty())

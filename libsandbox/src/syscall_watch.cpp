@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <optional>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -143,16 +144,77 @@ std::string normalize(const std::string& path) {
 
 /// The absolute path the caller names with `dirfd` and `path`, as it sees
 /// it (its cwd or the directory's path: the same strings in its mount
-/// namespace). Empty when it cannot be told.
-std::string absolute(pid_t pid, int dirfd, const std::string& path) {
+/// namespace), not yet normalized. Empty when it cannot be told.
+std::string absolute_raw(pid_t pid, int dirfd, const std::string& path) {
   if (!path.empty() && path.front() == '/')
-    return normalize(path);
+    return path;
   auto base = dirfd == AT_FDCWD
                 ? read_link(fmt::format("/proc/{}/cwd", pid))
                 : read_link(fmt::format("/proc/{}/fd/{}", pid, dirfd));
   if (base.empty() || base.front() != '/')
     return {};
-  return normalize(base + "/" + path);
+  return base + "/" + path;
+}
+
+/// Where `path` (absolute) leads in the caller's view: every symbolic link
+/// on the way followed as the kernel would (the last one only when
+/// `follow_last`), an absolute target starting again at the caller's root.
+/// Components that do not exist are taken as they are. Empty after 40
+/// links (the kernel's ELOOP).
+std::string resolve_in_view(pid_t pid, const std::string& path,
+                            bool follow_last) {
+  auto root = fmt::format("/proc/{}/root", pid);
+  std::deque<std::string> left;
+  auto push_front = [&left](const std::string& p) {
+    std::vector<std::string> parts;
+    size_t pos = 0;
+    while (pos <= p.size()) {
+      auto end = p.find('/', pos);
+      if (end == std::string::npos)
+        end = p.size();
+      if (end > pos)
+        parts.push_back(p.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    left.insert(left.begin(), parts.begin(), parts.end());
+  };
+  push_front(path);
+  std::vector<std::string> done;
+  auto joined = [&done] {
+    std::string out;
+    for (auto& d : done)
+      out += "/" + d;
+    return out.empty() ? std::string{"/"} : out;
+  };
+  int links = 0;
+  while (!left.empty()) {
+    auto part = std::move(left.front());
+    left.pop_front();
+    if (part == ".")
+      continue;
+    if (part == "..") {
+      if (!done.empty())
+        done.pop_back();
+      continue;
+    }
+    done.push_back(part);
+    if (left.empty() && !follow_last)
+      break;
+    struct stat st;
+    auto seen = root + joined();
+    if (::lstat(seen.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
+      continue;
+    if (++links > 40)
+      return {};
+    auto target = read_link(seen);
+    if (target.empty())
+      continue;
+    done.pop_back();
+    if (target.front() == '/')
+      done.clear();
+    push_front(target);
+  }
+  return joined();
 }
 
 /// Whether `path` exists in the caller's view (its root, so its mounts).
@@ -259,21 +321,45 @@ std::optional<violation> judge_write(const seccomp_notif& n,
     int dirfd = a.dirfd_index < 0
                   ? AT_FDCWD
                   : static_cast<int>(n.data.args[a.dirfd_index]);
-    auto path = absolute(pid, dirfd, *text);
-    if (path.empty() || below(path, "/dev") || below(path, "/proc"))
+    auto raw = absolute_raw(pid, dirfd, *text);
+    if (raw.empty())
       continue;
-    bool allowed = false;
-    for (auto& w : policy.writable)
-      allowed = allowed || below(path, w);
-    if (allowed)
+    auto path = normalize(raw);
+    if (below(path, "/dev") || below(path, "/proc"))
       continue;
+    auto inside = [&policy](const std::string& p) {
+      for (auto& w : policy.writable)
+        if (below(p, w))
+          return true;
+      return false;
+    };
+    std::string detail = path;
+    if (inside(path)) {
+      // A symbolic link on the way may still lead out; an open or a
+      // truncate follows the last one too, unless told not to.
+      bool follow_last = a.use == path_use::write
+                         && (flags & O_NOFOLLOW) == 0;
+      auto real = resolve_in_view(pid, raw, follow_last);
+      if (real.empty() || real == path || inside(real) || below(real, "/dev")
+          || below(real, "/proc"))
+        continue;
+      // A writable directory named through a link of its own.
+      bool reached = false;
+      for (auto& w : policy.writable)
+        reached = reached || below(real, resolve_in_view(pid, w, true));
+      if (reached)
+        continue;
+      detail = fmt::format("{} (-> {})", path, real);
+      path = std::move(real);
+    }
     bool there = exists_for(pid, path);
     bool refused = a.use == path_use::replace
                    || (a.use == path_use::write && (there || (flags & O_CREAT)))
                    || (a.use == path_use::create && !there)
                    || (a.use == path_use::remove && there);
     if (refused)
-      return violation{violation_kind::write_denied, policy.execution, path};
+      return violation{violation_kind::write_denied, policy.execution,
+                       std::move(detail)};
   }
   return std::nullopt;
 }

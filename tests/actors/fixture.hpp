@@ -151,9 +151,3 @@ inline const char* test_child() {
 
 } // namespace sandbox::test
 
-/// Requires that a `sandbox::result` holds a value; prints the error if not.
-#define SANDBOX_REQUIRE_OK(expr)                                               \
-  do {                                                                         \
-    if (!(expr))                                                               \
-      CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
-  } while (false)

@@ -63,3 +63,10 @@
 #else
 #  define SANDBOX_CHECK_MEMORY_BOUND(x, limit) CAF_CHECK_LESS(x, limit)
 #endif
+
+/// Requires that a `sandbox::result` holds a value; prints the error if not.
+#define SANDBOX_REQUIRE_OK(expr)                                               \
+  do {                                                                         \
+    if (!(expr))                                                               \
+      CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
+  } while (false)

@@ -22,11 +22,6 @@ using sandbox::cgroup_tree;
 using sandbox::errc;
 using sandbox::find_own_cgroup;
 
-#define SANDBOX_REQUIRE_OK(expr)                                               \
-  do {                                                                         \
-    if (!(expr))                                                               \
-      CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
-  } while (false)
 
 #define SANDBOX_CHECK_OK(expr)                                                 \
   do {                                                                         \

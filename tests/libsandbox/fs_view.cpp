@@ -69,11 +69,6 @@ struct fixture : temp_dir_fixture {
     CAF_CHECK(static_cast<bool>(ok_));                                         \
   } while (false)
 
-#define SANDBOX_REQUIRE_OK(expr)                                               \
-  do {                                                                         \
-    if (!(expr))                                                               \
-      CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
-  } while (false)
 
 /// The error of `r`, for checks on its code and message.
 template <class T>

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,11 @@ struct isolation_support {
   /// reported as violations (syscall_watch.hpp); without it they are only
   /// refused.
   bool syscall_watch = false;
+
+  /// fanotify permission events work (`CAP_SYS_ADMIN`): opens of denied
+  /// paths are refused with `EPERM` and reported (read_guard.hpp); without
+  /// them denied paths read as empty and are not reported.
+  bool read_watch = false;
 
   /// Whether `name` is among `cgroup_controllers` or `cgroup_v1`.
   bool has_controller(std::string_view name) const;
@@ -158,6 +164,9 @@ struct containment_spec {
   /// mount namespace; missing paths are skipped). The working directory
   /// and the home stay reachable when they lie inside one.
   std::vector<std::string> deny;
+  /// Denied path -> a placeholder of the node's to bind over it instead of
+  /// an empty file or directory (read_guard.hpp: its opens are reported).
+  std::map<std::string, std::string> placeholders;
   /// A cgroup v2 directory the init is born in; empty: the caller's.
   std::string cgroup;
   isolation_limits limits;

@@ -17,6 +17,10 @@
 #include "sandbox/terminator.hpp"
 #include "sandbox/watchdog.hpp"
 
+namespace sandbox {
+class read_guard;
+} // namespace sandbox
+
 namespace boost::asio {
 class thread_pool;
 } // namespace boost::asio
@@ -194,6 +198,11 @@ public:
     return ++ids_;
   }
 
+  /// The guard that refuses and reports reads of denied paths in contained
+  /// sessions, started at the first call; null where the host cannot give
+  /// one (`isolation_support::read_watch`). Thread-safe.
+  std::shared_ptr<sandbox::read_guard> read_guard();
+
 private:
   runtime_config cfg_;
   env_map base_env_;
@@ -209,6 +218,9 @@ private:
   std::unique_ptr<boost::asio::thread_pool> files_;
   std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();
   std::atomic<uint64_t> ids_{0};
+  std::mutex read_guard_mtx_;
+  std::shared_ptr<sandbox::read_guard> read_guard_;
+  bool read_guard_tried_ = false;
 };
 
 using runtime_ptr = std::shared_ptr<runtime>;

@@ -1,0 +1,211 @@
+#include "sandbox/read_guard.hpp"
+
+#include <fcntl.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <fmt/format.h>
+
+#include "sandbox/reactor.hpp"
+
+namespace sandbox {
+
+namespace {
+
+/// The process group of `pid`, as this process's /proc shows it; 0 when it
+/// cannot be read.
+pid_t process_group(pid_t pid) {
+  std::ifstream in{fmt::format("/proc/{}/stat", pid)};
+  std::string line;
+  if (!std::getline(in, line))
+    return 0;
+  // pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
+  auto close = line.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::string state;
+  long ppid = 0;
+  long pgrp = 0;
+  std::istringstream rest{line.substr(close + 1)};
+  if (!(rest >> state >> ppid >> pgrp))
+    return 0;
+  return static_cast<pid_t>(pgrp);
+}
+
+} // namespace
+
+/// The group's descriptor on the reactor; it answers every event "denied"
+/// (a marked inode is always a placeholder) after the guard reported it.
+struct read_guard::watcher : std::enable_shared_from_this<watcher> {
+  boost::asio::posix::stream_descriptor fd;
+  std::weak_ptr<read_guard> guard;
+
+  watcher(reactor& r, int group) : fd(r.context(), group) {
+  }
+
+  void wait() {
+    fd.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                  [self = shared_from_this()](
+                    const boost::system::error_code& ec) {
+                    if (ec)
+                      return;
+                    self->drain();
+                    self->wait();
+                  });
+  }
+
+  void drain() {
+    alignas(fanotify_event_metadata) char buf[4096];
+    for (;;) {
+      auto n = ::read(fd.native_handle(), buf, sizeof(buf));
+      if (n <= 0)
+        return; // EAGAIN: nothing more queued
+      auto len = n;
+      for (auto* m = reinterpret_cast<fanotify_event_metadata*>(buf);
+           FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
+        if (m->fd < 0)
+          continue; // a queue overflow: nothing to answer
+        if (auto g = guard.lock())
+          g->on_open(m->fd, m->pid);
+        fanotify_response r{};
+        r.fd = m->fd;
+        r.response = FAN_DENY;
+        (void) !::write(fd.native_handle(), &r, sizeof(r));
+        ::close(m->fd);
+      }
+    }
+  }
+};
+
+bool read_guard::available() {
+  static const bool ok = [] {
+    int fd = ::fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY);
+    if (fd < 0)
+      return false;
+    ::close(fd);
+    return true;
+  }();
+  return ok;
+}
+
+result<std::shared_ptr<read_guard>> read_guard::start(reactor& r) {
+  int fd = ::fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK,
+                           O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return error{errc::unsupported,
+                 fmt::format("fanotify_init: {}", std::strerror(errno))};
+  std::shared_ptr<read_guard> g{new read_guard};
+  g->group_ = fd;
+  g->watcher_ = std::make_shared<watcher>(r, fd);
+  g->watcher_->guard = g;
+  g->watcher_->wait();
+  return g;
+}
+
+read_guard::~read_guard() {
+  // Closed on the reactor, where its wait runs; the kernel then lets any
+  // open still waiting through (to an empty placeholder).
+  auto w = std::move(watcher_);
+  boost::asio::post(w->fd.get_executor(), [w] {
+    boost::system::error_code ec;
+    w->fd.close(ec);
+  });
+}
+
+void read_guard::on_open(int fd, pid_t pid) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return;
+  std::string path;
+  std::shared_ptr<std::function<void(denied_read)>> report;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto i = entries_.find({st.st_dev, st.st_ino});
+    if (i == entries_.end())
+      return;
+    path = i->second.path;
+    report = i->second.report;
+  }
+  (*report)(denied_read{pid, process_group(pid), std::move(path)});
+}
+
+void read_guard::forget(const cover& c) {
+  for (auto& [path, dir] : c.marked_)
+    ::fanotify_mark(group_, FAN_MARK_REMOVE,
+                    FAN_OPEN_PERM | (dir ? FAN_ONDIR : 0), AT_FDCWD,
+                    path.c_str());
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& k : c.keys_)
+    entries_.erase(k);
+}
+
+result<std::unique_ptr<read_guard::cover>>
+read_guard::make_cover(const std::string& parent,
+                       const std::vector<std::string>& deny,
+                       std::function<void(denied_read)> report) {
+  std::unique_ptr<cover> c{new cover};
+  c->guard_ = weak_from_this();
+  auto templ = parent + "/sandbox-deny-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr)
+    return error{errc::io_error, fmt::format("cannot make a directory in {}: "
+                                             "{}",
+                                             parent, std::strerror(errno))};
+  c->directory_ = buf.data();
+  auto shared_report = std::make_shared<std::function<void(denied_read)>>(
+    std::move(report));
+  size_t n = 0;
+  for (auto& path : deny) {
+    struct stat st;
+    if (path.empty() || path[0] != '/' || ::stat(path.c_str(), &st) != 0
+        || c->placeholders_.count(path) != 0)
+      continue;
+    bool dir = S_ISDIR(st.st_mode);
+    auto ph = fmt::format("{}/{}{}", c->directory_, dir ? 'd' : 'f', n++);
+    int made = dir ? ::mkdir(ph.c_str(), 0755)
+                   : ::close(::open(ph.c_str(),
+                                    O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+                                    0444));
+    struct stat pst;
+    if (made != 0 || ::stat(ph.c_str(), &pst) != 0)
+      return error{errc::io_error, fmt::format("cannot make {}: {}", ph,
+                                               std::strerror(errno))};
+    // Registered before it is marked: no open of it goes unexplained.
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      entries_[{pst.st_dev, pst.st_ino}] = entry{path, shared_report};
+    }
+    c->keys_.emplace_back(pst.st_dev, pst.st_ino);
+    if (::fanotify_mark(group_, FAN_MARK_ADD,
+                        FAN_OPEN_PERM | (dir ? FAN_ONDIR : 0), AT_FDCWD,
+                        ph.c_str())
+        != 0)
+      return error{errc::unsupported, fmt::format("fanotify_mark {}: {}", ph,
+                                                  std::strerror(errno))};
+    c->marked_.emplace_back(ph, dir);
+    c->placeholders_.emplace(path, std::move(ph));
+  }
+  return c;
+}
+
+read_guard::cover::~cover() {
+  if (auto g = guard_.lock())
+    g->forget(*this);
+  // Directories made inside a placeholder directory (mount points of what
+  // stays reachable there) go with it.
+  std::error_code ec;
+  std::filesystem::remove_all(directory_, ec);
+}
+
+} // namespace sandbox
