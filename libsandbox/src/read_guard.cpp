@@ -44,11 +44,13 @@ pid_t process_group(pid_t pid) {
 
 } // namespace
 
-/// The group's descriptor on the reactor; it answers every event "denied"
-/// (a marked inode is always a placeholder) after the guard reported it.
+/// The group's descriptor on the reactor; it answers every event of
+/// another process "denied" (a marked inode is always a placeholder) after
+/// the guard reported it.
 struct read_guard::watcher : std::enable_shared_from_this<watcher> {
   boost::asio::posix::stream_descriptor fd;
   std::weak_ptr<read_guard> guard;
+  pid_t self = ::getpid();
 
   watcher(reactor& r, int group) : fd(r.context(), group) {
   }
@@ -75,11 +77,15 @@ struct read_guard::watcher : std::enable_shared_from_this<watcher> {
            FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
         if (m->fd < 0)
           continue; // a queue overflow: nothing to answer
-        if (auto g = guard.lock())
+        // The node's own file operations see a placeholder as what it is,
+        // empty (a walk passing a denied directory); they refuse denied
+        // paths by name themselves.
+        bool own = m->pid == self;
+        if (auto g = guard.lock(); g && !own)
           g->on_open(m->fd, m->pid);
         fanotify_response r{};
         r.fd = m->fd;
-        r.response = FAN_DENY;
+        r.response = own ? FAN_ALLOW : FAN_DENY;
         (void) !::write(fd.native_handle(), &r, sizeof(r));
         ::close(m->fd);
       }

@@ -157,6 +157,29 @@ CAF_TEST(the denied key cannot be read or examined) {
   // What a command sees there (the covering mounts).
   auto r = run(s, "cat " + visible_key + "; ls " + out.path + "/secrets");
   CAF_CHECK_EQUAL(r.stdout_data, "");
+  if (sandbox::host_isolation().read_watch) {
+    size_t reads = 0;
+    for (auto& v : r.violations)
+      reads += v.kind == sandbox::violation_kind::read_denied ? 1 : 0;
+    CAF_CHECK_EQUAL(reads, 2u);
+  }
+  // A walk that passes the denied directory sees it empty, as the node
+  // sees what covers it, and is no violation (only naming it is).
+  auto before = s.violations();
+  SANDBOX_REQUIRE_OK(before);
+  bool saw_secrets = false;
+  bool saw_inside = false;
+  auto walked = f.list(out.path, 3, [&](const sandbox::fs::frame& fr) {
+    saw_secrets = saw_secrets || fr.path == "secrets";
+    saw_inside = saw_inside || fr.path.rfind("secrets/", 0) == 0;
+    return true;
+  });
+  CAF_CHECK(!walked.error.has_value());
+  CAF_CHECK(saw_secrets);
+  CAF_CHECK(!saw_inside);
+  auto after = s.violations();
+  SANDBOX_REQUIRE_OK(after);
+  CAF_CHECK_EQUAL(after->size(), before->size());
   // The node's own view is unchanged.
   CAF_CHECK_EQUAL(slurp(key), "SECRET-KEY");
   CAF_CHECK_EQUAL(slurp(visible_key), "SECRET-KEY");

@@ -4,12 +4,14 @@
 
 // The guard over denied paths (docs/security.md, "Violations"): an open of
 // a placeholder is refused and reported before the opener continues. Here
-// the placeholders are opened directly by this process (a contained
+// the placeholders are opened directly by a child of the test (a contained
 // session opens them through the mount over a denied path; the mark is on
-// the placeholder itself, so the guard cannot tell the difference).
+// the placeholder itself, so the guard cannot tell the difference). The
+// test's own process stands for the node, whose opens are let through.
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -45,6 +47,19 @@ struct fixture {
   }
 };
 
+/// The errno of opening `path` with `flags` in a child process (0: it
+/// opened), and the child's pid.
+std::pair<int, pid_t> open_in_child(const std::string& path, int flags) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    ::_exit(fd >= 0 ? 0 : errno);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, pid};
+}
+
 bool guard_available() {
   if (!read_guard::available())
     CAF_MESSAGE("skipped: this process cannot hold fanotify permission "
@@ -79,22 +94,28 @@ CAF_TEST(an open of a placeholder is refused and reported) {
   CAF_CHECK_EQUAL(st.st_size, 0);
   CAF_REQUIRE_EQUAL(::stat(ph.at(dir.at("secrets")).c_str(), &st), 0);
   CAF_CHECK(S_ISDIR(st.st_mode));
-  // Refused, and reported with this process, its group and the denied
-  // path (not the placeholder's).
-  errno = 0;
-  CAF_CHECK_EQUAL(::open(ph.at(key).c_str(), O_RDONLY | O_CLOEXEC), -1);
-  CAF_CHECK_EQUAL(errno, EPERM);
-  errno = 0;
-  CAF_CHECK_EQUAL(::open(ph.at(dir.at("secrets")).c_str(),
-                         O_RDONLY | O_DIRECTORY | O_CLOEXEC),
-                  -1);
-  CAF_CHECK_EQUAL(errno, EPERM);
+  // Refused, and reported with the reader, its group and the denied path
+  // (not the placeholder's).
+  auto [file_err, file_pid] = open_in_child(ph.at(key), O_RDONLY);
+  CAF_CHECK_EQUAL(file_err, EPERM);
+  auto [dir_err, dir_pid] = open_in_child(ph.at(dir.at("secrets")),
+                                          O_RDONLY | O_DIRECTORY);
+  CAF_CHECK_EQUAL(dir_err, EPERM);
   auto seen = reports();
   CAF_REQUIRE_EQUAL(seen.size(), 2u);
   CAF_CHECK_EQUAL(seen[0].path, key);
-  CAF_CHECK_EQUAL(seen[0].pid, ::getpid());
+  CAF_CHECK_EQUAL(seen[0].pid, file_pid);
   CAF_CHECK_EQUAL(seen[0].pgid, ::getpgrp());
   CAF_CHECK_EQUAL(seen[1].path, dir.at("secrets"));
+  CAF_CHECK_EQUAL(seen[1].pid, dir_pid);
+  // The node's own opens (this process) see the placeholder, empty, and
+  // are not reported.
+  int own = ::open(ph.at(key).c_str(), O_RDONLY | O_CLOEXEC);
+  CAF_CHECK_GREATER_OR_EQUAL(own, 0);
+  char c;
+  CAF_CHECK_EQUAL(::read(own, &c, 1), 0);
+  ::close(own);
+  CAF_CHECK_EQUAL(reports().size(), 2u);
   // The denied path itself is not touched.
   std::ifstream in{key};
   std::string content;
@@ -125,9 +146,8 @@ CAF_TEST(two covers report to their own callbacks) {
   SANDBOX_REQUIRE_OK(b);
   CAF_CHECK_NOT_EQUAL((*a)->placeholders().at(key),
                       (*b)->placeholders().at(key));
-  CAF_CHECK_EQUAL(::open((*b)->placeholders().at(key).c_str(),
-                         O_RDONLY | O_CLOEXEC),
-                  -1);
+  CAF_CHECK_EQUAL(open_in_child((*b)->placeholders().at(key), O_RDONLY).first,
+                  EPERM);
   CAF_CHECK(reports().empty());
   std::lock_guard<std::mutex> lock{other_mtx};
   CAF_CHECK_EQUAL(other.size(), 1u);

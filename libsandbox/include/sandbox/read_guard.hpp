@@ -30,7 +30,9 @@ struct denied_read {
 /// session's mount namespace, by a placeholder of the node's: an empty file
 /// or an empty directory. The guard holds a fanotify group with an
 /// open-permission mark on every placeholder, watched on the reactor: an
-/// open of one is answered "denied" (the caller gets `EPERM`) and reported.
+/// open of one by another process is answered "denied" (the caller gets
+/// `EPERM`) and reported; this process's own opens (the node's file
+/// operations) see it as it is, empty.
 /// Looking a name up below a placeholder directory opens nothing, so that
 /// (`ENOENT`) is refused but not reported.
 ///
