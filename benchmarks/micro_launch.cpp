@@ -9,6 +9,7 @@
 // only (setns on the init's pidfd, the second clone, no new privileges),
 // 1 adds the rlimits, 2 Landlock, 3 the seccomp filter and its listener
 // (every step, as the node launches a contained command).
+// `BM_contained_session` starts and ends a contained session's init.
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -188,5 +189,34 @@ void BM_launch_contained(benchmark::State& state) {
   ::rmdir(tmpl);
 }
 BENCHMARK(BM_launch_contained)->DenseRange(0, 3)->UseRealTime();
+
+/// What a contained session's start costs at this level: its init (the
+/// namespaces, the mounts, loopback) and its Landlock ruleset, then its end
+/// (the destructor kills the init and reaps it).
+void BM_contained_session(benchmark::State& state) {
+  auto missing = sandbox::host_isolation().missing();
+  char tmpl[] = "/tmp/sandbox-micro-XXXXXX";
+  if (!missing.empty() || ::mkdtemp(tmpl) == nullptr) {
+    state.SkipWithError(missing.empty() ? "mkdtemp"
+                                        : ("this host lacks " + missing).c_str());
+    for (auto _ : state)
+      ;
+    return;
+  }
+  sandbox::containment_spec cs;
+  cs.working_directory = tmpl;
+  cs.home_directory = tmpl;
+  auto cpu0 = children_cpu();
+  for (auto _ : state) {
+    auto session = sandbox::contained_session::start(cs);
+    if (!session) {
+      state.SkipWithError(session.error().message.c_str());
+      break;
+    }
+  }
+  child_cpu_counter(state, cpu0);
+  ::rmdir(tmpl);
+}
+BENCHMARK(BM_contained_session)->UseRealTime();
 
 } // namespace
