@@ -211,50 +211,56 @@ std::vector<row> run_contained(const options& opt) {
     }
     rows.push_back(std::move(r));
   }
+  // Medians: on a shared machine one session in fifty can wait hundreds of
+  // milliseconds for a core, which would move a mean by more than what is
+  // measured. The means are in the note.
   {
     row r;
     r.scenario = 11;
     r.key = "contained_session";
-    r.label = "session create + first exec `true`, contained vs none";
+    r.label = "session create + first exec `true`, contained vs none (p50)";
     r.unit = "ms";
-    r.ours = mean(contained_times.ready);
-    r.baseline = mean(none_times.ready);
+    r.ours = percentile(contained_times.ready, 0.5);
+    r.baseline = percentile(none_times.ready, 0.5);
     r.goal = "contained <= 20 ms";
     r.result = judge(r.ours <= 20);
     r.note = fmt::format(
-      "mean of {} each; p50 {:.2f} / {:.2f} ms, p99 {:.2f} / {:.2f} ms; "
-      "create {:.2f} / {:.2f} ms, first exec {:.2f} / {:.2f} ms "
-      "(contained / none, means)",
-      n_sessions, percentile(contained_times.ready, 0.5),
-      percentile(none_times.ready, 0.5), percentile(contained_times.ready, 0.99),
-      percentile(none_times.ready, 0.99), mean(contained_times.create),
-      mean(none_times.create), mean(contained_times.first_exec),
-      mean(none_times.first_exec));
+      "{} each; mean {:.2f} / {:.2f} ms, p99 {:.2f} / {:.2f} ms; p50 of "
+      "create {:.2f} / {:.2f} ms, of first exec {:.2f} / {:.2f} ms "
+      "(contained / none)",
+      n_sessions, mean(contained_times.ready), mean(none_times.ready),
+      percentile(contained_times.ready, 0.99),
+      percentile(none_times.ready, 0.99),
+      percentile(contained_times.create, 0.5),
+      percentile(none_times.create, 0.5),
+      percentile(contained_times.first_exec, 0.5),
+      percentile(none_times.first_exec, 0.5));
     rows.push_back(std::move(r));
   }
   {
     row r;
     r.scenario = 11;
     r.key = "contained_session_extra";
-    r.label = "(info) isolation's cost per session: contained - none";
+    r.label = "(info) isolation's cost per session: contained - none (p50)";
     r.unit = "ms";
-    r.ours = mean(contained_times.ready) - mean(none_times.ready);
-    r.note = fmt::format("p50: {:.2f} ms",
-                         percentile(contained_times.ready, 0.5)
-                           - percentile(none_times.ready, 0.5));
+    r.ours = percentile(contained_times.ready, 0.5)
+             - percentile(none_times.ready, 0.5);
+    r.note = fmt::format("of the first exec alone: {:.2f} ms",
+                         percentile(contained_times.first_exec, 0.5)
+                           - percentile(none_times.first_exec, 0.5));
     rows.push_back(std::move(r));
   }
   {
     row r;
     r.scenario = 11;
     r.key = "contained_stop";
-    r.label = "(info) stop after one exec, contained vs none";
+    r.label = "(info) stop after one exec, contained vs none (p50)";
     r.unit = "ms";
-    r.ours = mean(contained_times.stop);
-    r.baseline = mean(none_times.stop);
-    r.note = fmt::format("mean; p50 {:.2f} / {:.2f} ms",
-                         percentile(contained_times.stop, 0.5),
-                         percentile(none_times.stop, 0.5));
+    r.ours = percentile(contained_times.stop, 0.5);
+    r.baseline = percentile(none_times.stop, 0.5);
+    r.note = fmt::format("mean {:.2f} / {:.2f} ms; grace {} ms",
+                         mean(contained_times.stop), mean(none_times.stop),
+                         opt.grace.count());
     rows.push_back(std::move(r));
   }
   return rows;
