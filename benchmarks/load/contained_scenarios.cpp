@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 #include "bench.hpp"
