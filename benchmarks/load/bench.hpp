@@ -69,7 +69,7 @@ enum class verdict { none, met, not_met, not_available };
 
 /// One line of the results table (and of results.csv).
 struct row {
-  /// Scenario number (1–10) as in the issue.
+  /// Scenario number (1–10 as in the issue; 11: contained vs none).
   int scenario = 0;
   /// Stable key for plots and scripts, e.g. "exec_c8".
   std::string key;
@@ -209,6 +209,10 @@ std::vector<row> run_stop(const options& opt);
 
 /// 10: a remote node over loopback against the embedded node.
 std::vector<row> run_remote(const options& opt);
+
+/// 11: contained sessions against none: exec `true` at concurrency 1 and 8
+/// with latency, and session creation up to its first execution.
+std::vector<row> run_contained(const options& opt);
 
 // -- helpers run as children --------------------------------------------------
 

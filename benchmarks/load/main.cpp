@@ -48,6 +48,10 @@ std::vector<group> all_groups() {
      "remote node over loopback vs embedded: exec at concurrency 8, 256 MiB "
      "output (plain and TLS)",
      run_remote},
+    {"contained", 11,
+     "contained vs none sessions: exec at concurrency 1 and 8, session "
+     "create + first exec",
+     run_contained},
   };
 }
 

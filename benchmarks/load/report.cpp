@@ -261,7 +261,9 @@ bool render_plots(const std::vector<row>& rows, const std::string& dir_in) {
                             {"write", "write 1 MiB"},
                             {"read", "read 1 MiB"},
                             {"spawn_rate", "spawn, memory held"},
-                            {"session_rate", "session create+stop"}},
+                            {"session_rate", "session create+stop"},
+                            {"contained_exec_c1", "contained/none c=1"},
+                            {"contained_exec_c8", "contained/none c=8"}},
                            true);
   bool latency = write_data(dir + "/latency.dat", rows,
                             {{"exec_p50", "exec p50"},
