@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <optional>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -46,15 +48,33 @@ constexpr std::array<long, 18> always_watched = {
 /// The program: x86_64 calls only; `open` and `openat` notify only when
 /// their flags (argument 1 and 2) ask for a write.
 std::vector<sock_filter> make_filter() {
-  std::vector<sock_filter> f;
-  auto n = static_cast<uint8_t>(always_watched.size());
+  // Every watched number and where it goes; the others are allowed. The
+  // numbers are found by a binary search (JGE) down to runs of at most
+  // three, so that any call runs a handful of instructions: the kernel
+  // runs the program for every system call number when the filter is
+  // attached (to cache those it always allows), once per command.
+  enum target : uint8_t { notify, open_check, openat_check };
+  std::vector<std::pair<uint32_t, target>> watched;
+  for (auto nr : always_watched)
+    watched.emplace_back(static_cast<uint32_t>(nr), notify);
+  watched.emplace_back(SYS_open, open_check);
+  watched.emplace_back(SYS_openat, openat_check);
+  std::sort(watched.begin(), watched.end());
+  std::function<uint32_t(size_t, size_t)> tree_size = [&](size_t lo,
+                                                           size_t hi) {
+    if (hi - lo <= 3)
+      return static_cast<uint32_t>(hi - lo + 1);
+    auto mid = lo + (hi - lo) / 2;
+    return 1 + tree_size(lo, mid) + tree_size(mid, hi);
+  };
   // Layout (BPF jumps go forward only): [0] load arch, [1] arch check,
-  // [2] load nr, [3, 3 + n) always, open, openat, jump to allow, open's
-  // check (2), openat's check (2), allow, notify.
-  const uint32_t open_check = 3 + n + 3;
-  const uint32_t openat_check = open_check + 2;
-  const uint32_t allow = openat_check + 2;
-  const uint32_t notify = allow + 1;
+  // [2] load nr, the search, open's check (2), openat's check (2), allow,
+  // notify.
+  const uint32_t open_at = 3 + tree_size(0, watched.size());
+  const uint32_t openat_at = open_at + 2;
+  const uint32_t allow = openat_at + 2;
+  const uint32_t notify_at = allow + 1;
+  std::vector<sock_filter> f;
   auto jump_to = [&](uint32_t target) {
     return static_cast<uint8_t>(target - (f.size() + 1));
   };
@@ -64,21 +84,31 @@ std::vector<sock_filter> make_filter() {
                        jump_to(allow)));
   f.push_back(
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-  for (auto nr : always_watched)
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr),
-                         jump_to(notify), 0));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open,
-                       jump_to(open_check), 0));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat,
-                       jump_to(openat_check), 0));
-  f.push_back(BPF_STMT(BPF_JMP | BPF_JA, jump_to(allow)));
+  std::function<void(size_t, size_t)> search = [&](size_t lo, size_t hi) {
+    if (hi - lo <= 3) {
+      for (size_t i = lo; i < hi; ++i) {
+        auto [nr, t] = watched[i];
+        auto to = t == notify ? notify_at : t == open_check ? open_at
+                                                            : openat_at;
+        f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, jump_to(to), 0));
+      }
+      f.push_back(BPF_STMT(BPF_JMP | BPF_JA, jump_to(allow)));
+      return;
+    }
+    auto mid = lo + (hi - lo) / 2;
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, watched[mid].first,
+                         static_cast<uint8_t>(tree_size(lo, mid)), 0));
+    search(lo, mid);
+    search(mid, hi);
+  };
+  search(0, watched.size());
   // The low half of the flags argument (little endian).
   for (uint32_t arg : {1u, 2u}) {
     f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                          static_cast<uint32_t>(
                            offsetof(struct seccomp_data, args) + arg * 8)));
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, write_flags,
-                         jump_to(notify), jump_to(allow)));
+                         jump_to(notify_at), jump_to(allow)));
   }
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
