@@ -114,18 +114,6 @@ double mean(const std::vector<double>& xs) {
   return sum / static_cast<double>(xs.size());
 }
 
-std::string exec_note(const load_result& ours, const load_result& none) {
-  auto [ours_self, ours_kids] = ours.cpu_per_op_us();
-  auto [none_self, none_kids] = none.cpu_per_op_us();
-  auto note = fmt::format("CPU/exec node+children: contained {:.0f}+{:.0f} "
-                          "us, none {:.0f}+{:.0f} us",
-                          ours_self, ours_kids, none_self, none_kids);
-  if (ours.errors > 0 || none.errors > 0)
-    note += fmt::format("; errors: contained {}, none {}", ours.errors,
-                        none.errors);
-  return note;
-}
-
 std::vector<row> skipped(const std::string& why) {
   std::vector<row> rows;
   for (auto [key, label] :
@@ -192,20 +180,13 @@ std::vector<row> run_contained(const options& opt) {
     r.baseline = none[l].rate();
     r.goal = ">= 0.8 x none";
     r.result = judge(r.ratio() >= 0.8);
-    r.note = exec_note(contained[l], none[l]);
+    r.note = exec_note(contained[l], none[l], "contained", "none");
     rows.push_back(std::move(r));
   }
   for (double q : {0.5, 0.99}) {
-    row r;
-    r.scenario = 11;
-    r.key = q < 0.9 ? "contained_p50" : "contained_p99";
-    r.label = fmt::format("contained vs none exec latency {}, concurrency 1",
-                          q < 0.9 ? "p50" : "p99");
-    r.unit = "ms";
-    r.ours = percentile(contained[0].latencies_ms, q);
-    r.baseline = percentile(none[0].latencies_ms, q);
-    r.note = fmt::format("{} / {} samples", contained[0].latencies_ms.size(),
-                         none[0].latencies_ms.size());
+    auto r = latency_row(11, "contained",
+                         "contained vs none exec latency {}, concurrency 1",
+                         contained[0], none[0], q);
     if (q < 0.9) {
       // Latency: contained may take at most 1 / 0.8 of none's.
       r.goal = "<= 1.25 x none";

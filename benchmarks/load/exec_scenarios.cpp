@@ -33,19 +33,6 @@ load_result ours_true(std::vector<actors::blocking_session>& sessions,
   });
 }
 
-/// CPU per execution (this process + its children) of both sides, and
-/// failures if there were any.
-std::string exec_note(const load_result& ours, const load_result& raw) {
-  auto [ours_self, ours_kids] = ours.cpu_per_op_us();
-  auto [raw_self, raw_kids] = raw.cpu_per_op_us();
-  auto note = fmt::format("CPU/exec node+children: ours {:.0f}+{:.0f} us, "
-                          "raw {:.0f}+{:.0f} us",
-                          ours_self, ours_kids, raw_self, raw_kids);
-  if (ours.errors > 0 || raw.errors > 0)
-    note += fmt::format("; errors: ours {}, raw {}", ours.errors, raw.errors);
-  return note;
-}
-
 } // namespace
 
 std::vector<row> run_exec(const options& opt) {
@@ -87,17 +74,8 @@ std::vector<row> run_exec(const options& opt) {
     rows.push_back(std::move(r));
   }
   for (double q : {0.5, 0.99}) {
-    row r;
-    r.scenario = 2;
-    r.key = q < 0.9 ? "exec_p50" : "exec_p99";
-    r.label = fmt::format("exec latency {}, concurrency 1",
-                          q < 0.9 ? "p50" : "p99");
-    r.unit = "ms";
-    r.ours = percentile(ours[0].latencies_ms, q);
-    r.baseline = percentile(raw[0].latencies_ms, q);
-    r.note = fmt::format("{} / {} samples", ours[0].latencies_ms.size(),
-                         raw[0].latencies_ms.size());
-    rows.push_back(std::move(r));
+    rows.push_back(latency_row(2, "exec", "exec latency {}, concurrency 1",
+                               ours[0], raw[0], q));
   }
   return rows;
 }

@@ -4,9 +4,13 @@
 // deadline, counting completions and (optionally) recording each latency.
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "bench.hpp"
 
@@ -36,6 +40,41 @@ struct load_result {
     return seconds > 0 ? static_cast<double>(ops) / seconds : 0;
   }
 };
+
+/// CPU per execution (this process + its children) of both sides, named
+/// `ours_name` and `base_name`, and failures if there were any.
+inline std::string exec_note(const load_result& ours, const load_result& base,
+                             std::string_view ours_name = "ours",
+                             std::string_view base_name = "raw") {
+  auto [ours_self, ours_kids] = ours.cpu_per_op_us();
+  auto [base_self, base_kids] = base.cpu_per_op_us();
+  auto note = fmt::format("CPU/exec node+children: {} {:.0f}+{:.0f} us, "
+                          "{} {:.0f}+{:.0f} us",
+                          ours_name, ours_self, ours_kids, base_name,
+                          base_self, base_kids);
+  if (ours.errors > 0 || base.errors > 0)
+    note += fmt::format("; errors: {} {}, {} {}", ours_name, ours.errors,
+                        base_name, base.errors);
+  return note;
+}
+
+/// The row of latency quantile `q` (0.5: p50, 0.99: p99) of `ours` against
+/// `base`; `key` and `label` get "_p50" and " p50" (or p99) added.
+inline row latency_row(int scenario, const std::string& key,
+                       const std::string& label, const load_result& ours,
+                       const load_result& base, double q) {
+  auto name = q < 0.9 ? "p50" : "p99";
+  row r;
+  r.scenario = scenario;
+  r.key = fmt::format("{}_{}", key, name);
+  r.label = fmt::format(fmt::runtime(label), name);
+  r.unit = "ms";
+  r.ours = percentile(ours.latencies_ms, q);
+  r.baseline = percentile(base.latencies_ms, q);
+  r.note = fmt::format("{} / {} samples", ours.latencies_ms.size(),
+                       base.latencies_ms.size());
+  return r;
+}
 
 /// Runs `op(worker)` on `concurrency` threads for `seconds`. `op` returns
 /// whether the operation succeeded; failures are counted, not timed.
