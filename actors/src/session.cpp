@@ -286,8 +286,8 @@ result<void> start_network(session_state& st, contained_session& c) {
 result<void> cover_denied(session_state& st, containment_spec& spec);
 
 /// A contained session's namespaces, made once, before its first command:
-/// the init lives in a cgroup beside the session's (`cgroup_tree::
-/// init_path`), the cgroup limits go on the session's cgroup.
+/// the init lives in `<session cgroup>/init` (only leaves hold processes),
+/// the cgroup limits go on the session's cgroup.
 result<void> ensure_contained(session_state& st) {
   if (st.p.isolation != isolation_mode::contained || st.contained)
     return {};
@@ -298,7 +298,7 @@ result<void> ensure_contained(session_state& st) {
   spec.limits = st.p.limits;
   auto session_cgroup = st.p.rt->session_cgroup(st.p.id);
   if (!session_cgroup.empty()) {
-    spec.cgroup = st.p.rt->cgroups()->init_path(st.p.id);
+    spec.cgroup = session_cgroup + "/init";
     // With its parents: a file operation may come before any execution.
     if (auto ok = fs::make_directories(spec.cgroup, 0755); !ok)
       return error{errc::io_error,

@@ -392,8 +392,7 @@ cgroup_tree::~cgroup_tree() {
 void cgroup_tree::prune(const std::string& session_dir) {
   auto slash = session_dir.rfind('/');
   if (slash == std::string::npos
-      || (session_dir.compare(slash + 1, 2, "s-") != 0
-          && session_dir.compare(slash + 1, 2, "i-") != 0))
+      || session_dir.compare(slash + 1, 2, "s-") != 0)
     return;
   auto root = session_dir.substr(0, slash);
   slash = root.rfind('/');
@@ -410,10 +409,6 @@ void cgroup_tree::prune(const std::string& session_dir) {
 
 std::string cgroup_tree::session_path(std::string_view id) const {
   return fmt::format("{}/s-{}", root_, id);
-}
-
-std::string cgroup_tree::init_path(std::string_view id) const {
-  return fmt::format("{}/i-{}", root_, id);
 }
 
 result<std::string> cgroup_tree::make_execution(std::string_view id,

@@ -869,7 +869,6 @@ contained_session::start(const containment_spec& spec, bool with_ruleset) {
   s->pidfd_.reset(pidfd);
   s->limits_ = spec.limits;
   s->cgroup_limits_ = spec.cgroup_limits;
-  s->cgroup_ = spec.cgroup;
   if (plan.stage != init_ok) {
     int err = plan.err;
     int stage = plan.stage;
@@ -900,14 +899,8 @@ contained_session::~contained_session() {
   if (!pidfd_)
     return;
   kill();
-  // The init's own cgroup (a leaf holding it alone) goes with it.
-  auto remove_cgroup = [](const std::string& dir) {
-    if (!dir.empty() && ::rmdir(dir.c_str()) == 0)
-      cgroup_tree::prune(dir);
-  };
   if (reactor_ == nullptr) {
     kill_and_reap(pid_, pidfd_.get());
-    remove_cgroup(cgroup_);
     return;
   }
   // The init ends once the node has reaped every command of the session:
@@ -916,12 +909,10 @@ contained_session::~contained_session() {
     reactor_->context(), pidfd_.release());
   auto pid = pid_;
   desc->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                   [desc, pid, held = std::move(cgroup_limits_),
-                    cgroup = std::move(cgroup_),
-                    remove_cgroup](const boost::system::error_code&) mutable {
+                   [desc, pid, held = std::move(cgroup_limits_)](
+                     const boost::system::error_code&) mutable {
                      kill_and_reap(pid, desc->native_handle());
                      held.reset();
-                     remove_cgroup(cgroup);
                    });
 }
 

@@ -114,12 +114,6 @@ public:
   /// The directory of session `id` (it may not exist yet).
   std::string session_path(std::string_view id) const;
 
-  /// The directory of contained session `id`'s init, beside the session's
-  /// (`i-<id>`): a stop's sweep of the session's cgroup then waits for the
-  /// commands only, not for the init (which ignores SIGTERM as PID 1 of its
-  /// namespace, and goes once they are gone).
-  std::string init_path(std::string_view id) const;
-
   /// Creates the cgroup of execution `exec` of session `id` (and the
   /// session's on first use); returns its directory. Errors:
   /// `invalid_argument` for an id that is not one path component,

@@ -237,8 +237,6 @@ private:
   unique_fd ruleset_;
   isolation_limits limits_;
   std::shared_ptr<session_limits> cgroup_limits_;
-  /// `containment_spec::cgroup`, removed once the init is reaped.
-  std::string cgroup_;
   reactor* reactor_ = nullptr;
 };
 
