@@ -34,7 +34,7 @@ struct fixture {
   }
 
   void start(std::string temp_directory) {
-    runtime_config cfg;
+    auto cfg = test::suite_runtime_config();
     cfg.temp_directory = std::move(temp_directory);
     cfg.reap_all_orphans = true;
     node = std::make_unique<embedded_node>(cfg);
