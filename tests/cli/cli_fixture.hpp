@@ -39,6 +39,7 @@
 
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
+#include "helpers/test_isolation.hpp"
 
 namespace sandbox::test {
 
