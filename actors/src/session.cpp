@@ -536,7 +536,7 @@ void begin_stop(self_ptr self) {
   q.cgroup = std::move(session_cgroup);
   // The init is neither signalled nor counted: it ends (and with it the
   // PID namespace) once the commands did, or with them at the kill stage.
-  if (st.contained)
+  if (st.contained && !q.cgroup.empty())
     q.cgroup_keep = "init";
   q.log_tag = fmt::format("{}", log::tag{st.p.id});
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),

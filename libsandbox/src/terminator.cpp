@@ -86,7 +86,7 @@ struct termination : std::enable_shared_from_this<termination> {
   std::vector<pid_t> members() {
     auto found = cgroup_mode() ? cgroup_members(query.cgroup)
                                : find_members(query);
-    if (!query.cgroup_keep.empty()) {
+    if (cgroup_mode() && !query.cgroup_keep.empty()) {
       auto keep = cgroup_members(kept());
       found.erase(std::remove_if(found.begin(), found.end(),
                                  [&](pid_t p) {
@@ -188,7 +188,7 @@ struct termination : std::enable_shared_from_this<termination> {
   /// Everything else has ended: the kept directory's processes are
   /// killed, and the stop ends when the tree is empty.
   void end_kept() {
-    if (query.cgroup_keep.empty() || !populated())
+    if (!cgroup_mode() || query.cgroup_keep.empty() || !populated())
       return finish(0);
     if (auto ok = cgroup_kill(kept()); !ok)
       log::logger()->warn("{} stop: {}", query.log_tag, ok.error().message);
