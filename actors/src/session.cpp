@@ -525,6 +525,13 @@ void maybe_complete_stop(self_ptr self) {
                       log::tag{st.p.id}, st.receipt->ended,
                       st.receipt->killed, st.receipt->survivors,
                       to_string(st.receipt->mode));
+  // A contained session's PID namespace ends with its init: whatever the
+  // sweep could not find there is killed by the kernel. Before the receipt
+  // goes out: an init the sweep ended already is reaped at once, its
+  // descriptor closed.
+  st.contained.reset();
+  st.read_cover.reset();
+  st.cgroup_limits.reset();
   // The node forgets a session stopped through its own handle too; told
   // before the receipt goes out, so that whoever got it finds the session
   // gone from the node.
@@ -540,11 +547,6 @@ void maybe_complete_stop(self_ptr self) {
     st.running->by_group.clear();
   }
   st.groups.clear();
-  // A contained session's PID namespace ends with its init: whatever the
-  // sweep could not find there is killed by the kernel.
-  st.contained.reset();
-  st.read_cover.reset();
-  st.cgroup_limits.reset();
   // §22: the leased port is free again once nothing of the session runs.
   if (st.p.lease) {
     log::logger()->debug("{} released port {}", log::tag{st.p.id},
@@ -601,7 +603,11 @@ void begin_stop(self_ptr self) {
           maybe_complete_stop(self);
         });
   }
-  if (st.groups.empty()) {
+  auto session_cgroup = st.p.rt->session_cgroup(st.p.id);
+  // A contained session's init holds its cgroup (`init`, ensure_contained)
+  // from its first command or file operation on: swept even when no
+  // command ran, so that its cgroup goes too.
+  if (st.groups.empty() && !(st.contained && !session_cgroup.empty())) {
     // Nothing was ever started: no process can carry the marker, so there
     // is nothing to sweep.
     st.sweep = stop_receipt{};
@@ -610,7 +616,11 @@ void begin_stop(self_ptr self) {
     return;
   }
   auto q = executions_query(own, st.groups, st.marker_prefix);
-  q.cgroup = st.p.rt->session_cgroup(st.p.id);
+  q.cgroup = std::move(session_cgroup);
+  // The init is neither signalled nor counted: it ends (and with it the
+  // PID namespace) once the commands did, or with them at the kill stage.
+  if (st.contained && !q.cgroup.empty())
+    q.cgroup_keep = "init";
   q.log_tag = fmt::format("{}", log::tag{st.p.id});
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),
                   std::move(own), st.p.rt->config().stop,

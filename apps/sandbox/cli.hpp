@@ -30,7 +30,8 @@ struct global_options {
   std::string tls_key;
   std::string tls_ca;
   /// --isolation: none or contained (empty: the node's default); for the
-  /// sessions this invocation creates, and `serve`'s default.
+  /// sessions this invocation creates, and `serve`'s default. Where it is
+  /// not given, SANDBOX_ISOLATION stands for it (main.cpp).
   std::string isolation;
   /// --allow-net HOST:PORT (repeatable): destinations commands of the
   /// contained sessions this invocation creates may connect to; `serve`'s

@@ -167,6 +167,13 @@ std::string option_given_dashes(const CLI::App& app) {
   return {};
 }
 
+/// Whether the chosen subcommand creates sessions (every one but `session
+/// list` and `session stop`).
+bool creates_sessions(CLI::App& app) {
+  auto* session = app.get_subcommand("session");
+  return !session->parsed() || session->get_subcommand("create")->parsed();
+}
+
 /// Global options that would change nothing for the chosen subcommand
 /// are usage errors: the TLS files secure a connection (--node, serve),
 /// serve has no node or session to be pointed at, and the session
@@ -183,9 +190,7 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
     return usage_error(g, "--tls-cert, --tls-key and --tls-ca secure the "
                           "connection to a node: they need --node (or the "
                           "serve subcommand)");
-  auto* session = app.get_subcommand("session");
-  bool creates = !session->parsed()
-                 || session->get_subcommand("create")->parsed();
+  bool creates = creates_sessions(app);
   if (!g.isolation.empty() && (!g.session.empty() || !creates))
     return usage_error(g, "--isolation sets the isolation of the sessions a "
                           "command creates: it does nothing for an existing "
@@ -199,6 +204,23 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
     return usage_error(g, fmt::format("serve: {} is for clients of a node",
                                       g.nodes.empty() ? "--session"
                                                       : "--node"));
+  return std::nullopt;
+}
+
+/// SANDBOX_ISOLATION (none or contained) stands for --isolation where that
+/// is not given and the command creates sessions without --session; it is
+/// ignored elsewhere (it is a default, not a request). Any other value is
+/// a usage error naming the variable.
+std::optional<int> isolation_from_env(CLI::App& app, global_options& g) {
+  const char* v = std::getenv("SANDBOX_ISOLATION");
+  if (v == nullptr || *v == '\0' || !g.isolation.empty()
+      || !g.session.empty() || !creates_sessions(app))
+    return std::nullopt;
+  if (!sandbox::parse_isolation(v))
+    return usage_error(g, fmt::format("SANDBOX_ISOLATION expects none or "
+                                      "contained, got {}",
+                                      v));
+  g.isolation = v;
   return std::nullopt;
 }
 
@@ -238,7 +260,8 @@ int main(int argc, char** argv) {
   app
     .add_option("--isolation", g.isolation,
                 "none or contained: isolation of the sessions this command "
-                "creates (serve: the node's default); see docs/security.md")
+                "creates (serve: the node's default; when not given, "
+                "$SANDBOX_ISOLATION); see docs/security.md")
     ->check(CLI::IsMember({"none", "contained"}));
   app
     .add_option("--allow-net", g.allow_net,
@@ -328,6 +351,8 @@ int main(int argc, char** argv) {
       spdlog::set_default_logger(sandbox::log::logger());
       spdlog::set_level(spdlog::level::from_str(g.log_level));
       if (auto bad = check_scope(app, g))
+        status = *bad;
+      else if (auto bad = isolation_from_env(app, g))
         status = *bad;
       else if (auto bad = check_tls(g))
         status = *bad;

@@ -5,6 +5,7 @@
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -899,7 +900,12 @@ contained_session::~contained_session() {
   if (!pidfd_)
     return;
   kill();
-  if (reactor_ == nullptr) {
+  // Without a reactor, or when it has ended already (a stop's sweep killed
+  // it once the commands had ended): reaped here, without waiting.
+  struct pollfd ended {
+    pidfd_.get(), POLLIN, 0
+  };
+  if (reactor_ == nullptr || ::poll(&ended, 1, 0) == 1) {
     kill_and_reap(pid_, pidfd_.get());
     return;
   }

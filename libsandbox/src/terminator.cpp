@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <boost/asio/post.hpp>
@@ -56,9 +58,44 @@ struct termination : std::enable_shared_from_this<termination> {
     return p.error().code != errc::path_not_found;
   }
 
+  /// The directory of `query.cgroup_keep` (empty: none).
+  std::string kept() const {
+    return query.cgroup_keep.empty() ? std::string{}
+                                     : query.cgroup + "/" + query.cgroup_keep;
+  }
+
+  /// Cgroup mode: whether the tree holds a live process outside the kept
+  /// directory (each other child, and the directory itself).
+  bool others_populated() {
+    if (!populated())
+      return false;
+    if (query.cgroup_keep.empty())
+      return true;
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator{query.cgroup, ec}) {
+      if (!e.is_directory(ec) || e.path().filename() == query.cgroup_keep)
+        continue;
+      auto p = cgroup_populated(e.path().string());
+      if (p ? *p : p.error().code != errc::path_not_found)
+        return true;
+    }
+    std::ifstream procs{query.cgroup + "/cgroup.procs"};
+    return procs.peek() != std::ifstream::traits_type::eof();
+  }
+
   std::vector<pid_t> members() {
     auto found = cgroup_mode() ? cgroup_members(query.cgroup)
                                : find_members(query);
+    if (cgroup_mode() && !query.cgroup_keep.empty()) {
+      auto keep = cgroup_members(kept());
+      found.erase(std::remove_if(found.begin(), found.end(),
+                                 [&](pid_t p) {
+                                   return std::find(keep.begin(), keep.end(),
+                                                    p)
+                                          != keep.end();
+                                 }),
+                  found.end());
+    }
     for (auto pid : found)
       if (seen.insert(pid).second && own.count(pid) == 0 && reap)
         reap->track_pid(pid);
@@ -75,8 +112,8 @@ struct termination : std::enable_shared_from_this<termination> {
 
   void start() {
     auto pids = members();
-    if (cgroup_mode() ? !populated() : pids.empty())
-      return finish(0);
+    if (cgroup_mode() ? !others_populated() : pids.empty())
+      return end_kept();
     log::logger()->debug("{} stop: signal {} to {} process(es)",
                          query.log_tag, plan.first, pids.size());
     signal_all(pids, plan.first);
@@ -126,8 +163,10 @@ struct termination : std::enable_shared_from_this<termination> {
   /// the kill stage (forks racing it are killed too). Zombies of members
   /// re-parented to the node are the reaper's (its SIGCHLD scan).
   void poll_cgroup(bool killing) {
-    if (!populated())
+    if (killing && !populated())
       return finish(0);
+    if (!killing && !others_populated())
+      return end_kept();
     auto expired = clock::now() >= deadline;
     if (killing && expired) {
       auto left = members();
@@ -144,6 +183,29 @@ struct termination : std::enable_shared_from_this<termination> {
     if (auto ok = cgroup_kill(query.cgroup); !ok)
       log::logger()->warn("{} stop: {}", query.log_tag, ok.error().message);
     poll(true);
+  }
+
+  /// Everything else has ended: the kept directory's processes are
+  /// killed, and the stop ends when the tree is empty.
+  void end_kept() {
+    if (!cgroup_mode() || query.cgroup_keep.empty() || !populated())
+      return finish(0);
+    if (auto ok = cgroup_kill(kept()); !ok)
+      log::logger()->warn("{} stop: {}", query.log_tag, ok.error().message);
+    deadline = clock::now() + plan.verify;
+    poll_kept();
+  }
+
+  void poll_kept() {
+    timer.expires_after(plan.poll);
+    timer.async_wait([self = shared_from_this()](boost::system::error_code) {
+      if (!self->populated())
+        return self->finish(0);
+      if (clock::now() >= self->deadline)
+        return self->finish(static_cast<uint32_t>(
+          std::max<size_t>(cgroup_members(self->query.cgroup).size(), 1)));
+      self->poll_kept();
+    });
   }
 
   void log_kill_stage(size_t alive) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture.hpp"
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
 #include "sandbox/actors/blocking_session.hpp"
@@ -69,7 +70,7 @@ CAF_TEST(a node only process is a subreaper with restarting calls till its end) 
   auto before = current();
   CAF_REQUIRE_EQUAL(before.subreaper, 0);
   {
-    sandbox::actors::runtime_config cfg;
+    auto cfg = sandbox::test::suite_runtime_config();
     cfg.reap_all_orphans = true;
     cfg.containment = sandbox::actors::containment_choice::process_group;
     sandbox::actors::embedded_node node{cfg};
@@ -91,7 +92,8 @@ CAF_TEST(a node only process is a subreaper with restarting calls till its end) 
 CAF_TEST(an embedded node leaves the child signal disposition alone) {
   auto before = current();
   {
-    sandbox::actors::embedded_node node;
+    sandbox::actors::embedded_node node{
+      sandbox::test::suite_runtime_config()};
     auto during = current();
     CAF_CHECK_EQUAL(during.subreaper, before.subreaper);
     CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);
@@ -101,7 +103,7 @@ CAF_TEST(an embedded node leaves the child signal disposition alone) {
 
 CAF_TEST(in the cgroup mode even a node only process is no subreaper) {
   auto before = current();
-  sandbox::actors::runtime_config cfg;
+  auto cfg = sandbox::test::suite_runtime_config();
   cfg.reap_all_orphans = true;
   sandbox::actors::embedded_node node{cfg};
   if (node.rt()->containment() != sandbox::containment_mode::cgroup) {

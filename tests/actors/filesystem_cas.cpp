@@ -57,7 +57,7 @@ std::string payload(int r, int i) {
 
 struct cas_fixture : sandbox::test::files_fixture {
   /// A second node: writers are spread over two actor systems.
-  actors::embedded_node other;
+  actors::embedded_node other{sandbox::test::suite_runtime_config()};
   std::vector<actors::blocking_session> sessions;
   std::vector<actors::blocking_files> writers;
 

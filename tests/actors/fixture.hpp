@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "helpers/temp_dir.hpp"
+#include "helpers/test_isolation.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/proc_stats.hpp"
 #include "sandbox/process_tree.hpp"
@@ -86,12 +87,22 @@ inline size_t zombie_children() {
   return n;
 }
 
+/// The configuration every node of the suites starts from: the defaults,
+/// with the isolation SANDBOX_TEST_ISOLATION chooses as the node's default
+/// (helpers/test_isolation.hpp). Suites that configure a node of their own
+/// start from this one, so the switch is in this one place.
+inline actors::runtime_config suite_runtime_config() {
+  actors::runtime_config cfg;
+  cfg.isolation = suite_isolation();
+  return cfg;
+}
+
 struct node_fixture {
   actors::embedded_node node;
   temp_dir dir;
 
   static actors::runtime_config config() {
-    actors::runtime_config cfg;
+    auto cfg = suite_runtime_config();
     cfg.stop.grace = std::chrono::milliseconds{300};
     cfg.reap_all_orphans = true;
     return cfg;

@@ -34,7 +34,7 @@ struct fixture {
   }
 
   void start(std::string temp_directory) {
-    runtime_config cfg;
+    auto cfg = test::suite_runtime_config();
     cfg.temp_directory = std::move(temp_directory);
     cfg.reap_all_orphans = true;
     node = std::make_unique<embedded_node>(cfg);
@@ -149,6 +149,15 @@ CAF_TEST(file operations need no home) {
   start("/proc");
   auto s = make_session();
   auto files = files_of(s);
+  if (test::contained_run()) {
+    // A contained session's view (its mounts and write rules, made once)
+    // holds its home: its file worker makes the home first, and fails
+    // naming it when it cannot.
+    CAF_MESSAGE("contained: file operations need the home of the view");
+    CAF_REQUIRE(!files);
+    CAF_CHECK(contains(files.error().message, "/proc/sandbox-"));
+    return;
+  }
   SANDBOX_REQUIRE_OK(files);
   SANDBOX_REQUIRE_OK(files->write_file("f", "data"));
   auto data = files->read_file("f");

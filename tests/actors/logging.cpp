@@ -23,6 +23,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "fixture.hpp"
 #include "helpers/temp_dir.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/log.hpp"
@@ -68,7 +69,7 @@ int in_child(const std::string& out, const std::string& err,
 /// An embedded node runs a command that prints to stdout and stderr, and
 /// the session stops. Returns 0, or 1 when something failed.
 int embed_and_run(const std::string& dir) {
-  embedded_node node;
+  embedded_node node{sandbox::test::suite_runtime_config()};
   session_config sc;
   sc.working_directory = dir;
   auto s = blocking_session::create(node, sc);

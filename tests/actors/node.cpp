@@ -57,7 +57,7 @@ struct node_tests_fixture {
   test::temp_dir dir;
 
   static runtime_config rcfg() {
-    runtime_config cfg;
+    auto cfg = test::suite_runtime_config();
     cfg.stop.grace = std::chrono::milliseconds{300};
     cfg.reap_all_orphans = true;
     return cfg;

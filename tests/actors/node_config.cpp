@@ -52,7 +52,7 @@ CAF_TEST(an inverted port range is refused at every request naming it) {
   CAF_REQUIRE(!ok);
   CAF_CHECK(ok.error().code == errc::invalid_argument);
   CAF_CHECK(contains(ok.error().message, "50000-40000"));
-  embedded_node node{runtime_config{}, ncfg};
+  embedded_node node{test::suite_runtime_config(), ncfg};
   // The node does not die: every request gets the same error, not a
   // `request_receiver_down`.
   for (int i = 0; i < 2; ++i) {
@@ -76,7 +76,7 @@ CAF_TEST(an empty port range is refused) {
   auto ok = validate(ncfg);
   CAF_REQUIRE(!ok);
   CAF_CHECK(contains(ok.error().message, "0-0"));
-  embedded_node node{runtime_config{}, ncfg};
+  embedded_node node{test::suite_runtime_config(), ncfg};
   auto s = blocking_session::create(node, scfg());
   CAF_REQUIRE(!s);
   CAF_CHECK(s.error().code == errc::invalid_argument);
@@ -135,7 +135,7 @@ CAF_TEST(every unusable runtime value is refused naming it) {
 }
 
 CAF_TEST(a node whose runtime config is unusable refuses every create) {
-  runtime_config rcfg;
+  auto rcfg = test::suite_runtime_config();
   rcfg.shell = "/no/such/shell";
   embedded_node node{rcfg, node_config{}};
   auto s = blocking_session::create(node, scfg());

@@ -19,7 +19,7 @@ struct fixture {
   embedded_node node{config()};
 
   static runtime_config config() {
-    runtime_config cfg;
+    auto cfg = test::suite_runtime_config();
     cfg.stop.grace = 30s;
     cfg.reap_all_orphans = true;
     return cfg;

@@ -18,6 +18,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include "fixture.hpp"
 #include "helpers/tls_files.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/node.hpp"
@@ -61,7 +62,7 @@ struct published_node {
   uint16_t port = 0;
 
   published_node(const test::temp_dir& dir, const tls_config& tls) {
-    runtime_config rcfg;
+    auto rcfg = test::suite_runtime_config();
     rcfg.stop.grace = 300ms;
     rt = std::make_shared<runtime>(rcfg);
     configure_network(cfg, tls);

@@ -10,6 +10,11 @@
 // session whose working directory is the CLI's current directory (created
 // with `session create`, named with `--session`, stopped afterwards), so
 // the same assertions hold for both.
+//
+// With SANDBOX_TEST_ISOLATION=contained (the `cli.<file>.contained` ctest
+// entries) main() sets SANDBOX_ISOLATION=contained in the environment every
+// CLI inherits (helpers/test_isolation.hpp), so each session the CLI
+// creates, and the default of each `sandbox serve` started, is contained.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -34,6 +39,7 @@
 
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
+#include "helpers/test_isolation.hpp"
 
 namespace sandbox::test {
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_fixture.hpp"
+#include "helpers/can_contain.hpp"
 
 using sandbox::test::run_shell;
 using sandbox::test::temp_dir;
@@ -66,6 +67,42 @@ CAF_TEST(isolation is only for commands that create a session) {
     CAF_CHECK(has(r.out, "--isolation sets the isolation of the sessions"));
     CAF_CHECK(::access(dir.at("ran").c_str(), F_OK) != 0);
   }
+}
+
+CAF_TEST(SANDBOX_ISOLATION stands for isolation where a session is made) {
+  temp_dir dir;
+  auto in_dir = [&](const std::string& env, const std::string& words) {
+    return run_shell("cd '" + dir.path + "' && env " + env + " " SANDBOX_CLI
+                     " " + words + " 2>&1");
+  };
+  // --isolation wins over it.
+  auto none = in_dir("SANDBOX_ISOLATION=contained",
+                     "--isolation none --json session create");
+  CAF_CHECK_EQUAL(none.status, 0);
+  CAF_CHECK(has(none.out, "\"isolation\":\"none\""));
+  auto made = in_dir("SANDBOX_ISOLATION=contained", "--json session create");
+  if (sandbox::test::host_can_contain()) {
+    CAF_CHECK_EQUAL(made.status, 0);
+    CAF_CHECK(has(made.out, "\"isolation\":\"contained\""));
+  } else {
+    // Refused naming what is missing, as --isolation contained would be.
+    CAF_CHECK_EQUAL(made.status, 1);
+    CAF_CHECK(has(made.out, "cannot create a contained session"));
+  }
+  // Another value is a usage error naming the variable; nothing runs.
+  auto bad = in_dir("SANDBOX_ISOLATION=strict", "run -- 'touch ran'");
+  CAF_CHECK_EQUAL(bad.status, 2);
+  CAF_CHECK(has(bad.out, "SANDBOX_ISOLATION expects none or contained, got "
+                         "strict"));
+  CAF_CHECK(::access(dir.at("ran").c_str(), F_OK) != 0);
+  // Where nothing is made it is ignored: no usage error, unlike the option.
+  auto list = in_dir("SANDBOX_ISOLATION=strict", "session list");
+  CAF_CHECK_EQUAL(list.status, 0);
+  auto named = in_dir("SANDBOX_ISOLATION=contained",
+                      "--session x run -- 'touch ran'");
+  CAF_CHECK_EQUAL(named.status, 1);
+  CAF_CHECK(has(named.out, "x"));
+  CAF_CHECK(!has(named.out, "--isolation"));
 }
 
 CAF_TEST(help shows what each TLS option is for) {

@@ -20,6 +20,10 @@
 //       an application with children, a SIGCHLD handler and SIGPIPE
 //       expectations of its own embeds a node; prints `ok NAME` or
 //       `FAIL NAME: WHY` per check and exits 1 if one failed.
+//
+// Its nodes take the isolation of SANDBOX_TEST_ISOLATION as their default
+// (test_isolation.hpp), as the suites' own nodes do.
+
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +45,7 @@
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/watchdog.hpp"
+#include "test_isolation.hpp"
 
 namespace {
 
@@ -74,6 +79,7 @@ int die_mode(const std::string& dir, bool reap_all, bool process_group,
   // As a CLI: Ctrl-C ends it (a shell's background job would ignore it).
   ::signal(SIGINT, SIG_DFL);
   runtime_config cfg;
+  cfg.isolation = sandbox::test::suite_isolation();
   cfg.reap_all_orphans = reap_all;
   if (process_group)
     cfg.containment = containment_choice::process_group;
@@ -231,6 +237,7 @@ int host_mode(const std::string& dir, bool process_group) {
   pid_t watchdog_pid = 0;
   {
     runtime_config cfg;
+    cfg.isolation = sandbox::test::suite_isolation();
     if (process_group)
       cfg.containment = containment_choice::process_group;
     embedded_node node{cfg};

@@ -54,6 +54,11 @@ struct tree_query {
   /// and `groups`, `roots` and `marker_prefix` are not consulted. Empty in
   /// the process-group mode.
   std::string cgroup;
+  /// A child directory of `cgroup` whose processes a stop leaves alone
+  /// until every other member has ended, then kills (a contained session's
+  /// init, which holds its namespaces): they are neither signalled in the
+  /// grace stage nor counted. The kill stage kills them with the rest.
+  std::string cgroup_keep;
   /// Prefix of the log lines about the stop of these processes, e.g.
   /// "[s-<id> e-3]" (sandbox/log.hpp).
   std::string log_tag;
