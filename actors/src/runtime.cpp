@@ -149,6 +149,10 @@ runtime::runtime(runtime_config cfg)
   // An invalid count is refused by the node; the pool still needs a thread.
   files_ = std::make_unique<boost::asio::thread_pool>(
     std::clamp<size_t>(cfg_.file_threads, 1, max_file_threads));
+  // A node whose sessions are contained by default holds its read guard
+  // (one descriptor) from the start, not from its first session on.
+  if (cfg_.isolation == isolation_mode::contained)
+    (void) read_guard();
 }
 
 runtime::~runtime() {
