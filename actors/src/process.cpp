@@ -390,12 +390,22 @@ void start_child(self_ptr self) {
   }
 }
 
+/// Keeps `v` for the result, up to `max_violations_per_result`.
+void keep_violations(process_state& st, std::vector<violation> v) {
+  for (auto& x : v)
+    if (st.seen.size() < max_violations_per_result)
+      st.seen.push_back(std::move(x));
+    else
+      ++st.seen_dropped;
+}
+
 } // namespace
 
 process_actor_impl::behavior_type process_behavior(self_ptr self,
                                                    process_params params) {
   auto& st = self->state;
   st.p = std::move(params);
+  keep_violations(st, std::move(st.p.early_violations));
   st.kept[0] = std::make_unique<capped_output>(st.p.output_cap);
   st.kept[1] = std::make_unique<capped_output>(st.p.output_cap);
   start_child(self);
@@ -479,11 +489,7 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
           self->send(session, violations_atom_v, std::move(v));
         return;
       }
-      for (auto& x : v)
-        if (st.seen.size() < max_violations_per_result)
-          st.seen.push_back(std::move(x));
-        else
-          ++st.seen_dropped;
+      keep_violations(st, std::move(v));
     },
     [self](exited_atom, int32_t status) {
       self->state.status = status;

@@ -58,6 +58,12 @@ struct session_child {
 struct running_groups {
   std::mutex mtx;
   std::map<pid_t, std::pair<uint64_t, weak_target>> by_group;
+  /// Launches under way: their children may read before their groups are
+  /// registered here.
+  int launching = 0;
+  /// Reports of unknown groups during a launch, until it registers its
+  /// group (its process actor starts with them); the rest go to the session.
+  std::map<pid_t, std::vector<violation>> unclaimed;
 };
 
 /// State of one session actor; owned by the actor alone.
@@ -348,6 +354,77 @@ weak_target weak_process(const process_actor_impl& handle, runtime& rt) {
     rt.gate()};
 }
 
+/// Gives `v` to the execution's process actor while it lives (its result
+/// carries it), else to the session. Called on reactor threads.
+void report_violation(const weak_target* process, const weak_target& session,
+                      violation v);
+
+/// A launch of a contained session whose reads are watched: a report of a
+/// group not registered yet may be the new child's, so it waits in
+/// `unclaimed` until the launch registers its group (or ends without one).
+class launch_window {
+public:
+  explicit launch_window(session_state& st)
+    : st_(st), open_(st.read_cover != nullptr) {
+    if (open_) {
+      std::lock_guard<std::mutex> guard{st_.running->mtx};
+      ++st_.running->launching;
+    }
+  }
+
+  launch_window(const launch_window&) = delete;
+  launch_window& operator=(const launch_window&) = delete;
+
+  ~launch_window() {
+    close();
+  }
+
+  /// Spawns the process actor of group `pid` with the reports it had so far
+  /// and registers it for later ones, in one step under the lock.
+  process_actor_impl spawn(caf::actor_system& sys, pid_t pid,
+                           process_params params) {
+    if (!open_)
+      return spawn_process(sys, std::move(params));
+    process_actor_impl handle;
+    auto exec_id = params.exec;
+    {
+      std::lock_guard<std::mutex> guard{st_.running->mtx};
+      auto i = st_.running->unclaimed.find(pid);
+      if (i != st_.running->unclaimed.end()) {
+        for (auto& v : i->second)
+          v.execution = exec_id;
+        params.early_violations = std::move(i->second);
+        st_.running->unclaimed.erase(i);
+      }
+      handle = spawn_process(sys, std::move(params));
+      st_.running->by_group.insert_or_assign(
+        pid, std::make_pair(exec_id, weak_process(handle, *st_.p.rt)));
+    }
+    close();
+    return handle;
+  }
+
+private:
+  /// The last launch to end gives the reports nobody claimed to the session.
+  void close() {
+    if (!open_)
+      return;
+    open_ = false;
+    std::map<pid_t, std::vector<violation>> rest;
+    {
+      std::lock_guard<std::mutex> guard{st_.running->mtx};
+      if (--st_.running->launching == 0)
+        rest.swap(st_.running->unclaimed);
+    }
+    for (auto& [pgid, vs] : rest)
+      for (auto& v : vs)
+        report_violation(nullptr, *st_.self_target, std::move(v));
+  }
+
+  session_state& st_;
+  bool open_;
+};
+
 /// Forgets the child `i` (its process actor has its result or is gone).
 void forget_child(session_state& st,
                   std::map<caf::actor_addr, session_child>::iterator i) {
@@ -395,6 +472,9 @@ result<void> cover_denied(session_state& st, containment_spec& spec) {
         if (i != running->by_group.end()) {
           v.execution = i->second.first;
           process = i->second.second;
+        } else if (running->launching > 0) {
+          running->unclaimed[d.pgid].push_back(std::move(v));
+          return;
         }
       }
       report_violation(process ? &*process : nullptr, session, std::move(v));
@@ -474,6 +554,7 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     for (size_t i = 0; i < join.size() && i < 2; ++i)
       c.join_cgroups[i] = join[i];
   }
+  launch_window window{st};
   auto child = st.p.rt->reaper()->launch_owned(
     [&] { return child_process::start(st.p.rt->reactor(), *spec); });
   if (!child)
@@ -501,13 +582,8 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   log::logger()->debug("{} launched pid {} ({})", log::tag{st.p.id, exec_id},
                        pid, kind);
   auto listener = (*child)->take_watch_listener();
-  auto handle = spawn_process(self->system(), std::move(params));
+  auto handle = window.spawn(self->system(), pid, std::move(params));
   self->monitor(handle);
-  if (st.read_cover) {
-    std::lock_guard<std::mutex> guard{st.running->mtx};
-    st.running->by_group.insert_or_assign(
-      pid, std::make_pair(exec_id, weak_process(handle, *st.p.rt)));
-  }
   if (listener)
     watch_execution(self, handle, exec_id, std::move(listener));
   session_child entry{handle, pid, opts.cancel_key, keep_stdin};

@@ -246,6 +246,31 @@ CAF_TEST(a denied path cannot be read) {
   (void) s.stop();
 }
 
+CAF_TEST(a read at the very start is on its own execution result) {
+  if (!host_can_contain() || !sandbox::host_isolation().read_watch)
+    return;
+  // The command reads at once, maybe before the node has its process
+  // actor: the report still reaches that execution's result, never the
+  // session's (execution 0) or another execution's.
+  auto s = make_session();
+  constexpr uint64_t rounds = 30;
+  for (uint64_t exec = 1; exec <= rounds; ++exec) {
+    auto r = run(s, "exec cat " + key);
+    size_t reads = 0;
+    for (auto& v : r.violations)
+      if (v.kind == sandbox::violation_kind::read_denied) {
+        ++reads;
+        CAF_CHECK_EQUAL(v.execution, exec);
+      }
+    CAF_CHECK_EQUAL(reads, 1u);
+  }
+  auto seen = s.violations();
+  SANDBOX_REQUIRE_OK(seen);
+  for (auto& v : *seen)
+    CAF_CHECK_NOT_EQUAL(v.execution, 0u);
+  (void) s.stop();
+}
+
 CAF_TEST(the files of another session cannot be reached) {
   if (!host_can_contain())
     return;

@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
@@ -43,6 +44,9 @@ struct process_params {
   /// child started: the result names a limit hit meanwhile. Null: none.
   std::shared_ptr<const session_limits> limits;
   session_limits::counters limits_before;
+  /// Violations reported for the child before this actor existed (a read
+  /// of a denied path right after the launch); the result carries them.
+  std::vector<violation> early_violations;
 };
 
 struct process_state;
