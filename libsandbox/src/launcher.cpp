@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -128,6 +130,10 @@ struct child_plan {
   int join_cgroups[2] = {-1, -1};
   /// {resource, limit} applied by the command of a contained launch.
   long rlimits[3][2] = {{-1, 0}, {-1, 0}, {-1, 0}};
+  /// The command itself was cloned into the session's PID namespace (the
+  /// launching thread entered it for the clone): it joins the other
+  /// namespaces itself, without an entering child.
+  bool direct = false;
   /// The command's stack, its pid and pidfd (written by the entering child).
   char* inner_stack = nullptr;
   bool inner = false;
@@ -139,6 +145,7 @@ struct child_plan {
 
 SANDBOX_CHILD_FN int child_main(void* arg);
 SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage);
+SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage);
 SANDBOX_CHILD_FN int enter_session(child_plan* p);
 
 SANDBOX_CHILD_FN int child_main(void* arg) {
@@ -148,6 +155,13 @@ SANDBOX_CHILD_FN int child_main(void* arg) {
   detail::reset_signal_dispositions();
   if (p->ns_pidfd >= 0 && !p->inner)
     return enter_session(p);
+  if (p->direct
+      && (r = join_session(p,
+                           CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC
+                             | CLONE_NEWUTS | CLONE_NEWNET,
+                           stage))
+           < 0)
+    goto fail;
   // Its own process group: the fallback mode's tracking and `kill` of a
   // spawned process reach the whole group.
   if ((r = child_sys(SYS_setpgid, 0, 0)) < 0) {
@@ -350,8 +364,27 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
 
 // -- contained launches ---------------------------------------------------------
 
-/// The entering child (sharing the node's descriptor table, which it never
-/// changes): joins every namespace of the session's init at once, then
+/// Joins the session's cgroup v1 limits (the command and all it starts
+/// inherit them), then the namespaces `ns_flags` of its init at once.
+SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage) {
+  long r = 0;
+  for (int fd : p->join_cgroups)
+    if (fd >= 0
+        && (r = child_sys(SYS_write, fd, reinterpret_cast<long>("0"), 1)) < 0) {
+      stage = stage_cgroup;
+      return r;
+    }
+  if ((r = child_sys(SYS_setns, p->ns_pidfd, ns_flags)) < 0) {
+    stage = stage_setns;
+    return r;
+  }
+  return 0;
+}
+
+/// The entering child of a node that may not enter the session's PID
+/// namespace itself (see `enter_pid_namespace`), sharing the node's
+/// descriptor table, which it never changes: joins every namespace of the
+/// session's init at once, then
 /// clones the command with CLONE_PARENT, so that the command is the node's
 /// child (its pidfd lands in the shared table) and the first process of the
 /// session's PID namespace that runs our steps. A new process is single
@@ -359,22 +392,14 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
 /// namespace requires; entering the PID namespace only places the children
 /// made afterwards, hence the second clone.
 SANDBOX_CHILD_FN int enter_session(child_plan* p) {
-  long r = 0;
-  // The session's cgroup v1 limits hold the command and all it starts (it
-  // inherits them from this child).
-  for (int fd : p->join_cgroups)
-    if (fd >= 0
-        && (r = child_sys(SYS_write, fd, reinterpret_cast<long>("0"), 1)) < 0) {
-      p->err = static_cast<int>(-r);
-      p->stage = stage_cgroup;
-      child_sys(SYS_exit, 127);
-    }
-  r = child_sys(SYS_setns, p->ns_pidfd,
-               CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC
-                 | CLONE_NEWUTS | CLONE_NEWNET);
+  int stage = stage_none;
+  long r = join_session(p,
+                        CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS
+                          | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
+                        stage);
   if (r < 0) {
     p->err = static_cast<int>(-r);
-    p->stage = stage_setns;
+    p->stage = stage;
     child_sys(SYS_exit, 127);
   }
   clone_args_v2 args;
@@ -443,6 +468,45 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
     }
   }
   return 0;
+}
+
+/// Whether a launching thread may enter a session's PID namespace itself
+/// (CAP_SYS_ADMIN in the node's user namespace): 0 not known yet, 1 yes,
+/// -1 no (an unprivileged node: its entering child does it).
+std::atomic<int> direct_entry{0};
+std::atomic<bool> entering_child_forced{false};
+
+/// Makes the calling thread's next children members of the PID namespace
+/// of the init behind `ns_pidfd` (only this thread's, and only its
+/// children's: it stays where it is). Returns a pidfd of the node, which
+/// names the way back (`leave_pid_namespace`); none where the node may not,
+/// or on any error (the entering child then meets and names it).
+unique_fd enter_pid_namespace(int ns_pidfd) {
+  if (direct_entry.load() < 0 || entering_child_forced.load())
+    return {};
+  unique_fd own{static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0))};
+  if (!own)
+    return {};
+  if (::setns(ns_pidfd, CLONE_NEWPID) != 0) {
+    if (errno == EPERM)
+      direct_entry = -1;
+    return {};
+  }
+  direct_entry = 1;
+  return own;
+}
+
+/// Undoes `enter_pid_namespace`: back to the node's own PID namespace.
+/// Always allowed (the namespace the thread is in); a thread that could not
+/// return would start every later child in a session, so that ends the
+/// node.
+void leave_pid_namespace(const unique_fd& own) {
+  if (::setns(own.get(), CLONE_NEWPID) != 0) {
+    std::fprintf(stderr,
+                 "sandbox: cannot return to the node's PID namespace: %s\n",
+                 std::strerror(errno));
+    std::abort();
+  }
 }
 
 /// A contained launch: the entering child, born in `cgroup_fd` (-1: none),
@@ -683,10 +747,19 @@ result<launched_child> launch_contained(const launch_spec& spec,
       plan.rlimits[i][1] = static_cast<long>(value);
       ++i;
     }
-  alignas(64) char inner_stack[child_stack_size];
-  plan.inner_stack = inner_stack;
   long pid;
-  {
+  if (auto own = enter_pid_namespace(c.ns_pidfd)) {
+    // One clone: the command is born in the session's PID namespace.
+    plan.inner = true;
+    plan.direct = true;
+    {
+      all_signals_blocked blocked;
+      pid = clone3_child(plan, cgroup_fd, plan.inner_pidfd, stack);
+    }
+    leave_pid_namespace(own);
+  } else {
+    alignas(64) char inner_stack[child_stack_size];
+    plan.inner_stack = inner_stack;
     all_signals_blocked blocked;
     pid = clone3_contained(plan, cgroup_fd, stack);
   }
@@ -696,9 +769,9 @@ result<launched_child> launch_contained(const launch_spec& spec,
                                         spec.executable));
   unique_fd pidfd_owner{plan.inner_pidfd};
   if (plan.stage != stage_none) {
-    if (plan.inner_pid > 0) {
+    if (pid > 0) {
       int status = 0;
-      while (::waitpid(static_cast<pid_t>(plan.inner_pid), &status, 0) < 0
+      while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0
              && errno == EINTR)
         ;
     }
@@ -733,6 +806,10 @@ std::string_view launch_method() noexcept {
     return "clone3";
 #endif
   return "clone";
+}
+
+void force_entering_child(bool on) noexcept {
+  entering_child_forced = on;
 }
 
 void force_clone_fallback(bool on) noexcept {

@@ -127,6 +127,43 @@ CAF_TEST(a command runs in the session namespaces) {
   CAF_CHECK_EQUAL(r->out, "2\nsandbox\n/proc/1 /proc/2\n");
 }
 
+CAF_TEST(both launch paths put the command in every namespace of the session) {
+  if (!host_can_contain())
+    return;
+  // A root node clones the command straight into the session's PID
+  // namespace; an unprivileged one goes through an entering child. Both
+  // must give the command the init's namespaces, the PID 2 of a fresh
+  // session and Landlock, and leave the launching thread where it was.
+  auto own_ns = [](const std::string& link) {
+    char buf[64] = {};
+    auto n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string{};
+  };
+  for (bool entering : {false, true}) {
+    CAF_MESSAGE("entering child: " << entering);
+    sandbox::force_entering_child(entering);
+    auto s = contained_session::start(spec());
+    CAF_REQUIRE(s);
+    std::string expected = "2\n";
+    for (const char* ns : {"user", "mnt", "ipc", "uts", "net", "pid"})
+      expected += own_ns("/proc/" + std::to_string((*s)->init_pid())
+                         + "/ns/" + ns)
+                  + "\n";
+    auto r = run_in(**s, wd.path,
+                    "echo $$; for n in user mnt ipc uts net pid; do "
+                    "readlink /proc/self/ns/$n; done; "
+                    "echo x > " + outside.path + "/escaped");
+    sandbox::force_entering_child(false);
+    CAF_REQUIRE(r);
+    CAF_CHECK_EQUAL(r->out, expected);
+    CAF_CHECK_NOT_EQUAL(r->exit_code, 0);
+    struct stat st;
+    CAF_CHECK_NOT_EQUAL(::stat(outside.at("escaped").c_str(), &st), 0);
+    CAF_CHECK_EQUAL(own_ns("/proc/thread-self/ns/pid_for_children"),
+                    own_ns("/proc/self/ns/pid"));
+  }
+}
+
 CAF_TEST(a command writes its directories and nothing else) {
   if (!host_can_contain())
     return;

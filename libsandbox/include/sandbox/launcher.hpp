@@ -82,13 +82,17 @@ struct launched_child {
 /// program runs outside the cgroup.
 ///
 /// A contained launch (`spec.contain.ns_pidfd` set, x86_64 only) goes one
-/// step further: the cloned child (sharing the node's descriptor table,
-/// never touching it) enters the init's namespaces with one `setns` on its
-/// pidfd and clones the command with `CLONE_PARENT` (so the command is
-/// still the node's child, born in the session's PID namespace and in the
-/// cgroup), then exits. The command sets `PR_SET_NO_NEW_PRIVS`, its
-/// rlimits and restricts itself with the Landlock ruleset before its exec.
-/// Errors of those steps are `io_error` naming the step.
+/// step further. Where the node may enter the init's PID namespace
+/// (CAP_SYS_ADMIN), the launching thread does so for its next child only,
+/// clones the command (born in the session's PID namespace and in the
+/// cgroup) and returns to its own; the command joins the init's other
+/// namespaces with one `setns` on its pidfd. Elsewhere the cloned child (an
+/// entering child sharing the node's descriptor table, never touching it)
+/// enters all of them and clones the command with `CLONE_PARENT` (so the
+/// command is still the node's child), then exits. The command sets
+/// `PR_SET_NO_NEW_PRIVS`, its rlimits and restricts itself with the
+/// Landlock ruleset before its exec. Errors of those steps are `io_error`
+/// naming the step.
 ///
 /// The death signal fires when the *thread* that launched the child ends:
 /// launch from a thread that lives as long as the node (the actor
@@ -109,6 +113,11 @@ std::string_view launch_method() noexcept;
 
 /// Forces the portable `clone` path (tests of that path); process-wide.
 void force_clone_fallback(bool on) noexcept;
+
+/// Forces contained launches through an entering child, as on a node that
+/// may not enter a session's PID namespace (tests of that path);
+/// process-wide.
+void force_entering_child(bool on) noexcept;
 
 /// Returns the environment of this process as a map.
 env_map current_environment();
