@@ -197,8 +197,8 @@ void BM_contained_session(benchmark::State& state) {
   auto missing = sandbox::host_isolation().missing();
   char tmpl[] = "/tmp/sandbox-micro-XXXXXX";
   if (!missing.empty() || ::mkdtemp(tmpl) == nullptr) {
-    state.SkipWithError(missing.empty() ? "mkdtemp"
-                                        : ("this host lacks " + missing).c_str());
+    state.SkipWithError(
+      missing.empty() ? "mkdtemp" : ("this host lacks " + missing).c_str());
     for (auto _ : state)
       ;
     return;

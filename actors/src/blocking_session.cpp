@@ -134,8 +134,8 @@ result<exec_result>
 blocking_session::execute_streaming(const std::string& command,
                                     const exec_options& opts,
                                     const chunk_callback& on_chunk) {
-  return after_stop(stream_request(*sys_, handle_, on_chunk, execute_atom_v,
-                                   command, opts));
+  return after_stop(
+    stream_request(*sys_, handle_, on_chunk, execute_atom_v, command, opts));
 }
 
 result<exec_result>
@@ -162,9 +162,8 @@ result<exec_result> blocking_session::execute_code_streaming(
   sandbox::error failure{errc::aborted, "no answer"};
   auto rh = self->request(handle_, caf::infinite, spawn_atom_v, command, opts,
                           sink);
-  response_guard guard{self.ptr(),
-                       caf::actor_cast<caf::strong_actor_ptr>(handle_),
-                       rh.id()};
+  response_guard guard{
+    self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(handle_), rh.id()};
   rh.receive([&](process_actor& p,
                  int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
              [&](caf::error& err) { failure = from_caf(err); });

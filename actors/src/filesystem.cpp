@@ -21,13 +21,13 @@
 
 #include "caf_error.hpp"
 #include "handed_out.hpp"
-#include "weak_send.hpp"
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/fs/stat.hpp"
 #include "sandbox/fs/view.hpp"
 #include "sandbox/log.hpp"
+#include "weak_send.hpp"
 
 namespace sandbox::actors {
 
@@ -144,15 +144,14 @@ void pump(self_ptr self) {
     }
     st.busy = true;
     auto& job = st.jobs.front();
-    boost::asio::post(st.rt->file_pool(),
-                      [work = std::move(job.work), id = job.id,
-                       refused = std::move(st.refused),
-                       target = weak_self(self, *st.rt)]() mutable {
-                        work();
-                        refused.clear();
-                        send_if_alive<filesystem_actor_impl>(target,
-                                                             ended_atom_v, id);
-                      });
+    boost::asio::post(
+      st.rt->file_pool(),
+      [work = std::move(job.work), id = job.id, refused = std::move(st.refused),
+       target = weak_self(self, *st.rt)]() mutable {
+        work();
+        refused.clear();
+        send_if_alive<filesystem_actor_impl>(target, ended_atom_v, id);
+      });
     st.refused.clear();
   }
   if (!st.busy && !st.refused.empty()) {
@@ -558,22 +557,20 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
   });
   return {
     [self](read_atom, const std::string& path) -> caf::result<std::string> {
-      return on_path(self, "read", path,
-                     [view = self->state.view](const std::string& abs,
-                                               fs::denial* d) {
-                       return view ? view->read_file(abs, d)
-                                   : fs::read_file(abs);
-                     });
+      return on_path(
+        self, "read", path,
+        [view = self->state.view](const std::string& abs, fs::denial* d) {
+          return view ? view->read_file(abs, d) : fs::read_file(abs);
+        });
     },
     [self](read_text_atom, const std::string& path, uint64_t start_line,
            uint64_t end_line) -> caf::result<std::string> {
-      return on_path(self, "read", path,
-                     [=, view = self->state.view](const std::string& abs,
-                                                  fs::denial* d) {
-                       return view
-                                ? view->read_text(abs, start_line, end_line, d)
-                                : fs::read_text(abs, start_line, end_line);
-                     });
+      return on_path(
+        self, "read", path,
+        [=, view = self->state.view](const std::string& abs, fs::denial* d) {
+          return view ? view->read_text(abs, start_line, end_line, d)
+                      : fs::read_text(abs, start_line, end_line);
+        });
     },
     [self](read_stream_atom, const std::string& path, uint32_t chunk_size,
            byte_sink& sink) -> caf::result<uint64_t> {
@@ -693,21 +690,19 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
       return rp;
     },
     [self](remove_atom, const std::string& path) -> caf::result<ok_atom> {
-      return on_path(self, "remove", path,
-                     [view = self->state.view](const std::string& abs,
-                                               fs::denial* d) {
-                       return view ? view->remove_file(abs, d)
-                                   : fs::remove_file(abs);
-                     });
+      return on_path(
+        self, "remove", path,
+        [view = self->state.view](const std::string& abs, fs::denial* d) {
+          return view ? view->remove_file(abs, d) : fs::remove_file(abs);
+        });
     },
     [self](list_files_atom,
            const std::string& path) -> caf::result<std::vector<fs::dir_entry>> {
-      return on_path(self, "list", path,
-                     [view = self->state.view](const std::string& abs,
-                                               fs::denial* d) {
-                       return view ? view->list_files(abs, d)
-                                   : fs::list_files(abs);
-                     });
+      return on_path(
+        self, "list", path,
+        [view = self->state.view](const std::string& abs, fs::denial* d) {
+          return view ? view->list_files(abs, d) : fs::list_files(abs);
+        });
     },
     [self](list_atom, const std::string& path, uint32_t max_depth,
            frame_sink& sink) -> caf::result<list_done> {

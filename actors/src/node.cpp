@@ -342,9 +342,9 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
         return not_found(id);
       auto handle = i->second.handle;
       auto rp = self->make_response_promise<session_actor>();
-      when_live(self, id, handle, [rp, handle]() mutable {
-        rp.deliver(handle);
-      }, [rp, id]() mutable { rp.deliver(not_found(id)); });
+      when_live(
+        self, id, handle, [rp, handle]() mutable { rp.deliver(handle); },
+        [rp, id]() mutable { rp.deliver(not_found(id)); });
       return rp;
     },
     [](resume_atom, const std::string& id) -> caf::result<session_actor> {
@@ -397,9 +397,10 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
           self->state.sessions.erase(id);
           log_stop(id, "stop_session");
           self->request(handle, caf::infinite, stop_atom_v)
-            .then(
-              [rp](const stop_receipt& r) mutable { rp.deliver(r); },
-              [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+            .then([rp](const stop_receipt& r) mutable { rp.deliver(r); },
+                  [rp](caf::error& err) mutable {
+                    rp.deliver(std::move(err));
+                  });
         },
         [rp, id]() mutable { rp.deliver(not_found(id)); });
       return rp;

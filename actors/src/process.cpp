@@ -16,12 +16,12 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "handed_out.hpp"
-#include "weak_send.hpp"
 #include "sandbox/capped_output.hpp"
 #include "sandbox/child_process.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/terminator.hpp"
 #include "sandbox/utf8_splitter.hpp"
+#include "weak_send.hpp"
 
 namespace sandbox::actors {
 

@@ -126,8 +126,8 @@ void start_heartbeat(caf::actor_system& sys, std::chrono::seconds timeout) {
   std::lock_guard<std::mutex> guard{mtx};
   if (sys.registry().get(key))
     return;
-  auto basp = sys.middleman().named_broker<caf::io::basp_broker>(
-    caf::atom("BASP"));
+  auto basp
+    = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   // The BASP broker's tick: it sends a heartbeat on every connection, drops
   // the connections silent for longer than `timeout` and schedules the next
   // tick one interval later, for as long as the system runs.
@@ -185,8 +185,8 @@ result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
   // then, but it still works.
   if (!detail::renumber_connections_to(*got))
     log::logger()->warn("port {}: accepted connections keep the kernel's "
-                 "descriptor numbers (too many published ports)",
-                 *got);
+                        "descriptor numbers (too many published ports)",
+                        *got);
   start_heartbeat(sys, node_side_liveness);
   return *got;
 }
@@ -194,10 +194,9 @@ result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
 result<node_actor> connect_node(caf::actor_system& sys,
                                 const node_address& addr, bool tls) {
   auto attempt = [&] {
-    return tls ? caf::openssl::remote_actor<node_actor>(sys, addr.host,
-                                                        addr.port)
-               : sys.middleman().remote_actor<node_actor>(addr.host,
-                                                          addr.port);
+    return tls
+             ? caf::openssl::remote_actor<node_actor>(sys, addr.host, addr.port)
+             : sys.middleman().remote_actor<node_actor>(addr.host, addr.port);
   };
   auto got = attempt();
   // Once the liveness loop runs (an earlier connection of this system, or a
@@ -243,9 +242,8 @@ caf::actor client_owner(caf::actor_system& sys) {
   // quits and one reference to it is never released, on purpose: it must
   // not be destroyed while the system's registry is torn down (the
   // scheduler is gone by then). The node sees the connection drop instead.
-  auto owner = sys.spawn<caf::hidden>([] {
-    return caf::behavior{[](ok_atom) {}};
-  });
+  auto owner
+    = sys.spawn<caf::hidden>([] { return caf::behavior{[](ok_atom) {}}; });
   sys.registry().put(key, caf::actor_cast<caf::strong_actor_ptr>(owner));
   new caf::actor(owner); // NOLINT: the one reference kept (see above)
   return owner;
@@ -259,7 +257,8 @@ class down_answer : public caf::attachable {
 public:
   down_answer(caf::strong_actor_ptr observer, caf::message_id response_id,
               caf::node_id node)
-    : observer_(std::move(observer)), response_id_(response_id),
+    : observer_(std::move(observer)),
+      response_id_(response_id),
       node_(std::move(node)) {
   }
 

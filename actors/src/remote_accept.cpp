@@ -69,13 +69,14 @@ int renumber(int fd) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0)
     return fd;
-  auto limit = static_cast<int64_t>(
-    std::min<rlim_t>(lim.rlim_cur, rlim_t{1} << 20));
+  auto limit
+    = static_cast<int64_t>(std::min<rlim_t>(lim.rlim_cur, rlim_t{1} << 20));
   auto low = std::max<int64_t>(64, limit / 2);
   if (limit - low < 64)
     return fd;
-  auto want = low + static_cast<int64_t>(next_number++ % static_cast<uint64_t>(
-                                           limit - low));
+  auto want = low
+              + static_cast<int64_t>(next_number++
+                                     % static_cast<uint64_t>(limit - low));
   // The lowest free number from `want` on.
   int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, static_cast<int>(want));
   if (moved < 0)

@@ -86,10 +86,9 @@ list_all(caf::actor_system& sys,
   caf::scoped_actor self{sys};
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto rh = self->request(nodes[i]->node(), wait, list_atom_v);
-    response_guard guard{self.ptr(),
-                         caf::actor_cast<caf::strong_actor_ptr>(
-                           nodes[i]->node()),
-                         rh.id()};
+    response_guard guard{
+      self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(nodes[i]->node()),
+      rh.id()};
     rh.receive([&](std::vector<session_info>& xs) { out[i] = std::move(xs); },
                [](caf::error&) {});
   }

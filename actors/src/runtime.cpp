@@ -121,7 +121,7 @@ runtime::runtime(runtime_config cfg)
     containment_detail_ = tree.error().message;
     if (cfg_.containment == containment_choice::cgroup)
       sandbox::log::logger()->error("containment cgroup was required: {}",
-                                     containment_detail_);
+                                    containment_detail_);
   }
   if (cgroups_) {
     sandbox::log::logger()->info("node start: containment cgroup ({}; "
@@ -166,8 +166,8 @@ runtime::~runtime() {
   if (reactor_->executor().running_in_this_thread()
       || files_->get_executor().running_in_this_thread()) {
     std::thread{[guard = std::move(guard), reap = std::move(reaper_),
-                 r = std::move(reactor_),
-                 files = std::move(files_), cg = std::move(cgroups_),
+                 r = std::move(reactor_), files = std::move(files_),
+                 cg = std::move(cgroups_),
                  dog = std::move(watchdog_)]() mutable {
       guard.reset();
       files.reset();

@@ -23,22 +23,22 @@
 
 #include "caf_error.hpp"
 #include "handed_out.hpp"
-#include "weak_send.hpp"
 #include "sandbox/actors/filesystem.hpp"
 #include "sandbox/actors/process.hpp"
 #include "sandbox/fs/directories.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/fs/view.hpp"
-#include "sandbox/log.hpp"
 #include "sandbox/isolation.hpp"
+#include "sandbox/log.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/read_guard.hpp"
 #include "sandbox/session_directories.hpp"
-#include "sandbox/syscall_watch.hpp"
 #include "sandbox/session_net.hpp"
+#include "sandbox/syscall_watch.hpp"
 #include "sandbox/tcp_forwarder.hpp"
 #include "sandbox/uuid.hpp"
 #include "sandbox/validation.hpp"
+#include "weak_send.hpp"
 
 namespace sandbox::actors {
 
@@ -232,12 +232,10 @@ result<void> start_inbound(session_state& st) {
   dest.sin_family = AF_INET;
   dest.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   dest.sin_port = htons(st.p.lease->port());
-  auto f = tcp_forwarder::start(st.p.rt->reactor(),
-                                std::move(*st.p.host_listener),
-                                reinterpret_cast<sockaddr*>(&dest),
-                                sizeof(dest), nullptr,
-                                fmt::format("{} port {}", log::tag{st.p.id},
-                                            st.p.lease->port()));
+  auto f = tcp_forwarder::start(
+    st.p.rt->reactor(), std::move(*st.p.host_listener),
+    reinterpret_cast<sockaddr*>(&dest), sizeof(dest), nullptr,
+    fmt::format("{} port {}", log::tag{st.p.id}, st.p.lease->port()));
   if (!f)
     return f.error();
   st.inbound = std::move(*f);
@@ -249,8 +247,8 @@ result<void> start_inbound(session_state& st) {
 /// and a listener there, forwarded to the real destination from the host.
 result<void> start_network(session_state& st, contained_session& c) {
   // The forwarders' sockets are made from their own copy of the pidfd.
-  auto pidfd = std::make_shared<unique_fd>(
-    ::fcntl(c.init_pidfd(), F_DUPFD_CLOEXEC, 3));
+  auto pidfd
+    = std::make_shared<unique_fd>(::fcntl(c.init_pidfd(), F_DUPFD_CLOEXEC, 3));
   if (!*pidfd)
     return make_errno_error(errno, "dup of the session init's pidfd");
   if (st.inbound)
@@ -258,8 +256,8 @@ result<void> start_network(session_state& st, contained_session& c) {
       return socket_in_namespace(pidfd->get(), AF_INET, SOCK_STREAM);
     });
   for (auto& d : st.p.allow_net) {
-    auto what = fmt::format("{}:{} in the session (allowed by {})",
-                            d.address, d.port, d.entry);
+    auto what = fmt::format("{}:{} in the session (allowed by {})", d.address,
+                            d.port, d.entry);
     if (auto ok = add_local_address(pidfd->get(), d); !ok)
       return ok.error();
     auto inside = socket_in_namespace(pidfd->get(), d.addr.ss_family,
@@ -313,8 +311,7 @@ result<void> ensure_contained(session_state& st) {
   }
   auto limits = session_limits::make(
     st.p.limits,
-    session_cgroup.empty() ? std::string{}
-                           : st.p.rt->cgroups()->process_root(),
+    session_cgroup.empty() ? std::string{} : st.p.rt->cgroups()->process_root(),
     session_cgroup, st.p.id);
   if (!limits)
     return limits.error();
@@ -598,9 +595,8 @@ void maybe_complete_stop(self_ptr self) {
     return;
   st.receipt = *st.sweep;
   log::logger()->info("{} stopped: {} ended, {} killed, {} survivors ({})",
-                      log::tag{st.p.id}, st.receipt->ended,
-                      st.receipt->killed, st.receipt->survivors,
-                      to_string(st.receipt->mode));
+                      log::tag{st.p.id}, st.receipt->ended, st.receipt->killed,
+                      st.receipt->survivors, to_string(st.receipt->mode));
   // A contained session's PID namespace ends with its init: whatever the
   // sweep could not find there is killed by the kernel. Before the receipt
   // goes out: an init the sweep ended already is reaped at once, its

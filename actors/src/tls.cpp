@@ -98,8 +98,7 @@ std::string openssl_errors() {
 // mistake is refused instead of blocking the start-up.
 result<std::string> read_pem(const role& r, const std::string& path) {
   auto fail = [&](int err) {
-    return bad("cannot read " + describe(r, path) + ": "
-               + std::strerror(err));
+    return bad("cannot read " + describe(r, path) + ": " + std::strerror(err));
   };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
@@ -266,7 +265,6 @@ result<void> check_like_caf(const tls_config& cfg) {
   return {};
 }
 
-
 // -- observing handshakes -----------------------------------------------------
 //
 // caf::openssl makes an SSL_CTX for every connection, keeps its SSL objects
@@ -311,8 +309,8 @@ std::pair<std::string, uint16_t> peer_of(const SSL* ssl) {
   socklen_t len = sizeof(addr);
   auto fd = SSL_get_fd(ssl);
   char buf[INET6_ADDRSTRLEN] = "";
-  if (fd < 0 || ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
-                  != 0)
+  if (fd < 0
+      || ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
     return {"an unknown peer", 0};
   if (addr.ss_family == AF_INET) {
     auto in = reinterpret_cast<sockaddr_in*>(&addr);
@@ -390,7 +388,7 @@ void record(const SSL* ssl, std::string reason, bool overwrite) {
   if (SSL_is_server(ssl)) {
     if (!seen)
       log::logger()->warn("refused TLS handshake with {}:{}: {}", addr, port,
-                   reason);
+                          reason);
     return;
   }
   std::lock_guard<std::mutex> guard{failures_mtx};
@@ -424,19 +422,19 @@ void on_tls_event(const SSL* ssl, int where, int value) {
   if ((where & SSL_CB_HANDSHAKE_DONE) != 0
       && log::logger()->should_log(spdlog::level::debug)) {
     auto [addr, port] = peer_of(ssl);
-    log::logger()->debug("TLS with {}:{}: {} {}", addr, port, SSL_get_version(ssl),
-                  SSL_get_cipher_name(ssl));
+    log::logger()->debug("TLS with {}:{}: {} {}", addr, port,
+                         SSL_get_version(ssl), SSL_get_cipher_name(ssl));
     return;
   }
   if ((where & SSL_CB_READ_ALERT) == SSL_CB_READ_ALERT
       && (value >> 8) == SSL3_AL_FATAL) {
     auto text = alert_text(value);
-    auto reason
-      = is_certificate_alert(value)
-          ? std::string{SSL_is_server(ssl) ? "the client refused this node's"
-                                           : "the node refused this client's"}
-              + " certificate (TLS alert: " + text + ")"
-          : "the peer ended the handshake (TLS alert: " + text + ")";
+    auto reason = is_certificate_alert(value)
+                    ? std::string{SSL_is_server(ssl)
+                                    ? "the client refused this node's"
+                                    : "the node refused this client's"}
+                        + " certificate (TLS alert: " + text + ")"
+                    : "the peer ended the handshake (TLS alert: " + text + ")";
     record(ssl, std::move(reason), false);
     return;
   }
@@ -457,8 +455,7 @@ constexpr const char* tls13_suites
   = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
     "TLS_CHACHA20_POLY1305_SHA256";
 
-void observe_context(void* parent, void*, CRYPTO_EX_DATA*, int, long,
-                     void*) {
+void observe_context(void* parent, void*, CRYPTO_EX_DATA*, int, long, void*) {
   auto ctx = static_cast<SSL_CTX*>(parent);
   SSL_CTX_set_info_callback(ctx, on_tls_event);
   // OpenSSL has set its defaults by now; CAF sets only the TLS <= 1.2
@@ -548,9 +545,8 @@ void configure_network(caf::actor_system_config& sys_cfg,
   install_handshake_observer();
 }
 
-std::string describe_handshake_failure(const std::string& host,
-                                      uint16_t port, bool tls,
-                                      const caf::error& err) {
+std::string describe_handshake_failure(const std::string& host, uint16_t port,
+                                       bool tls, const caf::error& err) {
   // A handshake that fails at once (the node's first bytes are not TLS)
   // ends the connect as `cannot_connect_to_node`, a later one as
   // `disconnect_during_handshake`: the observer's record tells.

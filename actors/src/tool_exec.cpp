@@ -69,9 +69,9 @@ std::string exit_line(const exec_result& r, std::chrono::milliseconds timeout) {
     case exit_reason::signalled: {
       auto sig = r.exit_code - 128;
       const char* name = ::sigabbrev_np(sig);
-      return fmt::format("[exit code {}: killed by signal {}{}]", r.exit_code,
-                         sig, name != nullptr ? fmt::format(" (SIG{})", name)
-                                              : std::string{});
+      return fmt::format(
+        "[exit code {}: killed by signal {}{}]", r.exit_code, sig,
+        name != nullptr ? fmt::format(" (SIG{})", name) : std::string{});
     }
     case exit_reason::timeout:
       return fmt::format("[exit code {}: timed out after {:g} s]", r.exit_code,
@@ -104,12 +104,10 @@ tool_result to_tool_result(const result<exec_result>& r,
     res.text += fmt::format("[output truncated: {} bytes dropped in the "
                             "middle; the head and the tail are kept]\n",
                             r->dropped_bytes);
-  res.structured = {{"exit_code", r->exit_code},
-                    {"exit_reason", to_string(r->reason)},
-                    {"stdout", std::move(out)},
-                    {"stderr", std::move(err)},
-                    {"truncated", r->truncated},
-                    {"dropped_bytes", r->dropped_bytes}};
+  res.structured
+    = {{"exit_code", r->exit_code}, {"exit_reason", to_string(r->reason)},
+       {"stdout", std::move(out)},  {"stderr", std::move(err)},
+       {"truncated", r->truncated}, {"dropped_bytes", r->dropped_bytes}};
   return res;
 }
 
@@ -127,26 +125,26 @@ tool shell_tool(const toolbox_options& opts) {
     "(its head and tail; the result says how many bytes were dropped). A "
     "non-zero exit code is reported, not treated as a failure.",
     cap_phrase(opts));
-  t.input_schema = {
-    {"type", "object"},
-    {"properties",
-     {{"command",
-       {{"type", "string"},
-        {"description", "The shell command line, e.g. \"ls -la && make "
-                        "test\"."}}},
-      {"timeout", timeout_schema()},
-      {"cwd",
-       {{"type", "string"},
-        {"description", "Working directory of the command; a relative path "
-                        "resolves against the session's working "
-                        "directory."}}},
-      {"env",
-       {{"type", "object"},
-        {"additionalProperties", {{"type", "string"}}},
-        {"description", "Environment variables set for this command only, "
-                        "NAME: value."}}}}},
-    {"required", {"command"}},
-    {"additionalProperties", false}};
+  t.input_schema
+    = {{"type", "object"},
+       {"properties",
+        {{"command",
+          {{"type", "string"},
+           {"description", "The shell command line, e.g. \"ls -la && make "
+                           "test\"."}}},
+         {"timeout", timeout_schema()},
+         {"cwd",
+          {{"type", "string"},
+           {"description", "Working directory of the command; a relative path "
+                           "resolves against the session's working "
+                           "directory."}}},
+         {"env",
+          {{"type", "object"},
+           {"additionalProperties", {{"type", "string"}}},
+           {"description", "Environment variables set for this command only, "
+                           "NAME: value."}}}}},
+       {"required", {"command"}},
+       {"additionalProperties", false}};
   return t;
 }
 
@@ -161,18 +159,18 @@ tool code_tool(const toolbox_options& opts) {
     "directory. A missing interpreter ends with exit code 127. Each stream "
     "keeps at most {} (head and tail).",
     cap_phrase(opts));
-  t.input_schema = {
-    {"type", "object"},
-    {"properties",
-     {{"code",
-       {{"type", "string"}, {"description", "The program's source code."}}},
-      {"language",
-       {{"type", "string"},
-        {"description", "The interpreter's name, e.g. \"python3\"; letters, "
-                        "digits, '.', '_' and '-' only."}}},
-      {"timeout", timeout_schema()}}},
-    {"required", {"code", "language"}},
-    {"additionalProperties", false}};
+  t.input_schema
+    = {{"type", "object"},
+       {"properties",
+        {{"code",
+          {{"type", "string"}, {"description", "The program's source code."}}},
+         {"language",
+          {{"type", "string"},
+           {"description", "The interpreter's name, e.g. \"python3\"; letters, "
+                           "digits, '.', '_' and '-' only."}}},
+         {"timeout", timeout_schema()}}},
+       {"required", {"code", "language"}},
+       {"additionalProperties", false}};
   return t;
 }
 
@@ -190,8 +188,8 @@ tool_result call_code(blocking_session& session, const toolbox_options& opts,
   // The session checks the language as for the CLI (validate_language) and
   // runs the shared runner script (code_runner_script).
   auto r = session.execute_code(args.at("code").get<std::string>(),
-                                args.at("language").get<std::string>(),
-                                eopts, ctx.on_output);
+                                args.at("language").get<std::string>(), eopts,
+                                ctx.on_output);
   return to_tool_result(r, eopts);
 }
 

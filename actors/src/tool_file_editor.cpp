@@ -42,8 +42,7 @@ const std::vector<command_members>& commands() {
 
 } // namespace
 
-file_editor::file_editor(blocking_session& session,
-                         const toolbox_options& opts)
+file_editor::file_editor(blocking_session& session, const toolbox_options& opts)
   : session_(session), opts_(opts) {
 }
 
@@ -69,43 +68,43 @@ tool file_editor::spec() {
       "repeat it to step further back.\n"
       "Each edit answers with a numbered snippet around the change. Binary "
       "files (NUL bytes or invalid UTF-8) are refused.";
-  t.input_schema = {
-    {"type", "object"},
-    {"properties",
-     {{"command",
-       {{"type", "string"},
-        {"enum", {"view", "create", "str_replace", "insert", "undo_edit"}},
-        {"description", "The operation."}}},
-      {"path",
-       {{"type", "string"},
-        {"description", "Absolute path of the file or directory, e.g. "
-                        "/home/user/project/main.py."}}},
-      {"file_text",
-       {{"type", "string"},
-        {"description", "create: the content of the new file."}}},
-      {"view_range",
-       {{"type", "array"},
-        {"items", {{"type", "integer"}}},
-        {"minItems", 2},
-        {"maxItems", 2},
-        {"description", "view of a file: [first, last] line, 1-based and "
-                        "inclusive; -1 as last means the end of the "
-                        "file."}}},
-      {"old_str",
-       {{"type", "string"},
-        {"description", "str_replace: the exact text to replace; it must "
-                        "occur exactly once in the file."}}},
-      {"new_str",
-       {{"type", "string"},
-        {"description", "str_replace: the replacement (absent: delete "
-                        "old_str); insert: the text to insert."}}},
-      {"insert_line",
-       {{"type", "integer"},
-        {"minimum", 0},
-        {"description", "insert: the line after which new_str goes; 0 "
-                        "inserts at the top of the file."}}}}},
-    {"required", {"command", "path"}},
-    {"additionalProperties", false}};
+  t.input_schema
+    = {{"type", "object"},
+       {"properties",
+        {{"command",
+          {{"type", "string"},
+           {"enum", {"view", "create", "str_replace", "insert", "undo_edit"}},
+           {"description", "The operation."}}},
+         {"path",
+          {{"type", "string"},
+           {"description", "Absolute path of the file or directory, e.g. "
+                           "/home/user/project/main.py."}}},
+         {"file_text",
+          {{"type", "string"},
+           {"description", "create: the content of the new file."}}},
+         {"view_range",
+          {{"type", "array"},
+           {"items", {{"type", "integer"}}},
+           {"minItems", 2},
+           {"maxItems", 2},
+           {"description", "view of a file: [first, last] line, 1-based and "
+                           "inclusive; -1 as last means the end of the "
+                           "file."}}},
+         {"old_str",
+          {{"type", "string"},
+           {"description", "str_replace: the exact text to replace; it must "
+                           "occur exactly once in the file."}}},
+         {"new_str",
+          {{"type", "string"},
+           {"description", "str_replace: the replacement (absent: delete "
+                           "old_str); insert: the text to insert."}}},
+         {"insert_line",
+          {{"type", "integer"},
+           {"minimum", 0},
+           {"description", "insert: the line after which new_str goes; 0 "
+                           "inserts at the top of the file."}}}}},
+       {"required", {"command", "path"}},
+       {"additionalProperties", false}};
   return t;
 }
 
@@ -158,9 +157,9 @@ tool_result file_editor::call(const json& args) {
   if (raw_path.empty() || raw_path.front() != '/') {
     std::string hint;
     if (auto info = session_.info(); info && !raw_path.empty())
-      hint = fmt::format(" Maybe you meant {}?",
-                         show_path(fs::resolve(info->working_directory,
-                                               raw_path)));
+      hint = fmt::format(
+        " Maybe you meant {}?",
+        show_path(fs::resolve(info->working_directory, raw_path)));
     return tool_failure("invalid_path",
                         fmt::format("The path \"{}\" is not an absolute path: "
                                     "file_editor takes absolute paths "
@@ -169,9 +168,8 @@ tool_result file_editor::call(const json& args) {
   }
   for (size_t pos = 0; pos != std::string::npos;) {
     auto next = raw_path.find('/', pos + 1);
-    auto seg = raw_path.substr(pos + 1, next == std::string::npos
-                                          ? std::string::npos
-                                          : next - pos - 1);
+    auto seg = raw_path.substr(
+      pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
     if (seg == "..")
       return tool_failure("invalid_path",
                           fmt::format("The path {} has a `..` segment: give "
@@ -287,9 +285,8 @@ result<void> file_editor::write_recorded(const std::string& path,
   return {};
 }
 
-tool_result file_editor::commit(const std::string& path,
-                                const text_file& file, std::string after,
-                                size_t first, size_t last,
+tool_result file_editor::commit(const std::string& path, const text_file& file,
+                                std::string after, size_t first, size_t last,
                                 std::string message, json structured) {
   auto snip = snippet(after, first, last);
   auto w = write_recorded(path, std::move(after), file.version, file.content);
@@ -314,7 +311,8 @@ tool_result file_editor::commit(const std::string& path,
   return r;
 }
 
-// -- edits ---------------------------------------------------------------------
+// -- edits
+// ---------------------------------------------------------------------
 
 tool_result file_editor::create(const std::string& path, const json& args) {
   auto text = args.at("file_text").get<std::string>();
@@ -408,11 +406,10 @@ tool_result file_editor::str_replace(const std::string& path,
   std::string_view body{new_str};
   if (!body.empty() && body.back() == '\n')
     body.remove_suffix(1);
-  auto last = new_str.empty()
-                ? first - 1
-                : first
-                    + static_cast<size_t>(
-                      std::count(body.begin(), body.end(), '\n'));
+  auto last = new_str.empty() ? first - 1
+                              : first
+                                  + static_cast<size_t>(
+                                    std::count(body.begin(), body.end(), '\n'));
   return commit(path, *file, std::move(after), first, last,
                 fmt::format("The file {} has been edited.", show_path(path)),
                 {{"command", "str_replace"}});
@@ -532,19 +529,16 @@ tool_result file_editor::undo_edit(const std::string& path) {
     ++suffix;
   auto first = prefix + 1;
   auto last_line = then.size() - suffix;
-  r.text = fmt::format("Last edit of {} undone ({} can still be undone). "
-                       "Here's the result of running `cat -n` on a snippet "
-                       "of {}:\n{}",
-                       show_path(path),
-                       plural(it->second.size(), "earlier edit",
-                              "earlier edits"),
-                       show_path(path), snippet(before, first, last_line));
-  r.structured = {{"command", "undo_edit"},
-                  {"path", show_path(path)},
-                  {"restored", "content"},
-                  {"remaining_undos", it->second.size()},
-                  {"first_line", first},
-                  {"last_line", last_line}};
+  r.text = fmt::format(
+    "Last edit of {} undone ({} can still be undone). "
+    "Here's the result of running `cat -n` on a snippet "
+    "of {}:\n{}",
+    show_path(path), plural(it->second.size(), "earlier edit", "earlier edits"),
+    show_path(path), snippet(before, first, last_line));
+  r.structured
+    = {{"command", "undo_edit"}, {"path", show_path(path)},
+       {"restored", "content"},  {"remaining_undos", it->second.size()},
+       {"first_line", first},    {"last_line", last_line}};
   return r;
 }
 

@@ -71,8 +71,7 @@ private:
   tool_result view(const std::string& path, const nlohmann::json& args);
   tool_result view_directory(const std::string& path);
   tool_result create(const std::string& path, const nlohmann::json& args);
-  tool_result str_replace(const std::string& path,
-                          const nlohmann::json& args);
+  tool_result str_replace(const std::string& path, const nlohmann::json& args);
   tool_result insert(const std::string& path, const nlohmann::json& args);
   tool_result undo_edit(const std::string& path);
 

@@ -45,10 +45,10 @@ tool_result file_editor::view(const std::string& path, const json& args) {
     auto a = (*vr)[0].get<int64_t>();
     auto b = (*vr)[1].get<int64_t>();
     auto range = fmt::format("[{}, {}]", a, b);
-    auto has = total == 0 ? fmt::format("{} is empty (0 lines)",
-                                        show_path(path))
-                          : fmt::format("{} has {}", show_path(path),
-                                        plural(total, "line", "lines"));
+    auto has = total == 0
+                 ? fmt::format("{} is empty (0 lines)", show_path(path))
+                 : fmt::format("{} has {}", show_path(path),
+                               plural(total, "line", "lines"));
     if (a < 1 || a > static_cast<int64_t>(total))
       return tool_failure("out_of_range",
                           fmt::format("Invalid view_range {}: the first line "
@@ -149,12 +149,9 @@ tool_result file_editor::view_directory(const std::string& path) {
     r.text += fmt::format("[{} more entries not shown: view a subdirectory "
                           "or use the shell tool]\n",
                           count - opts_.max_dir_entries);
-  r.structured = {{"command", "view"},
-                  {"path", show_path(path)},
-                  {"kind", "directory"},
-                  {"entries", std::move(entries)},
-                  {"total_entries", count},
-                  {"truncated", cut}};
+  r.structured = {{"command", "view"},      {"path", show_path(path)},
+                  {"kind", "directory"},    {"entries", std::move(entries)},
+                  {"total_entries", count}, {"truncated", cut}};
   return r;
 }
 

@@ -72,8 +72,8 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-std::string numbered(const std::vector<std::string_view>& lines,
-                     size_t begin, size_t end, size_t first) {
+std::string numbered(const std::vector<std::string_view>& lines, size_t begin,
+                     size_t end, size_t first) {
   std::string out;
   for (size_t i = begin; i < end && i < lines.size(); ++i)
     out += fmt::format("{:>6}\t{}\n", first + (i - begin),

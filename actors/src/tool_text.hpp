@@ -29,8 +29,8 @@ std::vector<std::string_view> split_lines(std::string_view text);
 /// Lines as `cat -n` prints them: the number right-aligned in 6 columns, a
 /// tab, the line; `first` is the number of `lines[0]`. Invalid UTF-8
 /// becomes U+FFFD.
-std::string numbered(const std::vector<std::string_view>& lines,
-                     size_t begin, size_t end, size_t first);
+std::string numbered(const std::vector<std::string_view>& lines, size_t begin,
+                     size_t end, size_t first);
 
 /// The result of a tool that failed: `text` is `message`, `structured` is
 /// `{"error": code, "message": message}`.

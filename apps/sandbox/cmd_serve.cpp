@@ -90,8 +90,8 @@ int serve(const global_options& g, const serve_flags& f) {
     return report(g, ok.error());
   auto rt = std::make_shared<actors::runtime>(rcfg);
   actors::node_config ncfg;
-  ncfg.base_directory
-    = f.base_dir.empty() ? default_base_directory(*rt) : f.base_dir;
+  ncfg.base_directory = f.base_dir.empty() ? default_base_directory(*rt)
+                                           : f.base_dir;
   ncfg.client_grace = *grace;
   std::error_code ec;
   if (f.base_dir.empty()) {
@@ -116,9 +116,8 @@ int serve(const global_options& g, const serve_flags& f) {
   actors::configure_remote(*cfg, tls);
   auto* sys = new caf::actor_system{*cfg};
   auto node = actors::spawn_node(*sys, rt, ncfg);
-  auto bound = actors::publish_node(*sys, node, f.bind,
-                                    static_cast<uint16_t>(*port),
-                                    tls.enabled());
+  auto bound = actors::publish_node(
+    *sys, node, f.bind, static_cast<uint16_t>(*port), tls.enabled());
   if (!bound)
     return report(g, bound.error());
   auto address = actors::node_address{f.bind, *bound}.to_string();

@@ -60,7 +60,7 @@ result<actors::session_config> to_config(const create_flags& flags,
   // On a remote node the CLI's directory means nothing: the node makes a
   // directory of its own unless --workdir says otherwise.
   cfg.working_directory = flags.workdir.empty() && !remote ? "."
-                                                            : flags.workdir;
+                                                           : flags.workdir;
   cfg.home_directory = flags.home;
   cfg.detached = remote;
   for (auto& entry : flags.env) {
@@ -72,19 +72,16 @@ result<actors::session_config> to_config(const create_flags& flags,
   return cfg;
 }
 
-void print_list_entry(const global_options& g,
-                      const actors::session_info& info,
+void print_list_entry(const global_options& g, const actors::session_info& info,
                       const std::string& node = {}) {
   if (g.json) {
     print_json(to_json(info, node));
     return;
   }
-  emit(1, fmt::format("{}  {}  port {}  {} children{}\n",
-                      escape_control(info.id),
-                      escape_control(info.working_directory), info.port,
-                      info.children,
-                      node.empty() ? std::string{}
-                                   : "  node " + escape_control(node)));
+  emit(1, fmt::format(
+            "{}  {}  port {}  {} children{}\n", escape_control(info.id),
+            escape_control(info.working_directory), info.port, info.children,
+            node.empty() ? std::string{} : "  node " + escape_control(node)));
 }
 
 void print_receipt(const global_options& g, const std::string& id,

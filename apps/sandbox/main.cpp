@@ -201,9 +201,9 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
                           "an existing session (--session), session list or "
                           "session stop");
   if (serving && (!g.nodes.empty() || !g.session.empty()))
-    return usage_error(g, fmt::format("serve: {} is for clients of a node",
-                                      g.nodes.empty() ? "--session"
-                                                      : "--node"));
+    return usage_error(g,
+                       fmt::format("serve: {} is for clients of a node",
+                                   g.nodes.empty() ? "--session" : "--node"));
   return std::nullopt;
 }
 
@@ -213,8 +213,8 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
 /// a usage error naming the variable.
 std::optional<int> isolation_from_env(CLI::App& app, global_options& g) {
   const char* v = std::getenv("SANDBOX_ISOLATION");
-  if (v == nullptr || *v == '\0' || !g.isolation.empty()
-      || !g.session.empty() || !creates_sessions(app))
+  if (v == nullptr || *v == '\0' || !g.isolation.empty() || !g.session.empty()
+      || !creates_sessions(app))
     return std::nullopt;
   if (!sandbox::parse_isolation(v))
     return usage_error(g, fmt::format("SANDBOX_ISOLATION expects none or "
@@ -242,9 +242,10 @@ int main(int argc, char** argv) {
   // Global options are accepted before or after the subcommand.
   app.fallthrough();
   app.set_version_flag("--version", "sandbox " SANDBOX_VERSION);
-  app.add_option("--node", g.nodes,
-                 "HOST:PORT of a remote node; repeat it for several (new "
-                 "sessions go to the least loaded)")
+  app
+    .add_option("--node", g.nodes,
+                "HOST:PORT of a remote node; repeat it for several (new "
+                "sessions go to the least loaded)")
     ->allow_extra_args(false);
   app.add_flag("--json", g.json, "print one JSON object per line (errors too)");
   app.add_option("--log-level", g.log_level,
@@ -336,8 +337,8 @@ int main(int argc, char** argv) {
       if (auto name = option_given_dashes(app); !name.empty())
         // Reported as the words before `--` asked (`--json` after it is not
         // an option).
-        parsed = usage_error(json, fmt::format("{} expects a value, got --",
-                                               name));
+        parsed = usage_error(json,
+                             fmt::format("{} expects a value, got --", name));
     if (parsed) {
       status = *parsed;
     } else if (!contains(log_levels, g.log_level)) {

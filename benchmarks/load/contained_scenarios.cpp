@@ -26,10 +26,9 @@ namespace sandbox::bench {
 
 namespace {
 
-actors::blocking_session make_isolated(actors::embedded_node& node,
-                                       const options& opt,
-                                       const std::string& name,
-                                       isolation_mode mode) {
+actors::blocking_session
+make_isolated(actors::embedded_node& node, const options& opt,
+              const std::string& name, isolation_mode mode) {
   auto cfg = session_config_for(opt, name);
   cfg.isolation = mode;
   auto s = actors::blocking_session::create(node, cfg);
@@ -58,10 +57,10 @@ load_result exec_phase(actors::embedded_node& node, const options& opt,
                        double warmup) {
   std::vector<actors::blocking_session> sessions;
   for (size_t i = 0; i < c; ++i)
-    sessions.push_back(make_isolated(
-      node, opt, fmt::format("contained/{}-c{}-r{}-w{}", to_string(mode), c,
-                             round, i),
-      mode));
+    sessions.push_back(make_isolated(node, opt,
+                                     fmt::format("contained/{}-c{}-r{}-w{}",
+                                                 to_string(mode), c, round, i),
+                                     mode));
   auto run = [&](double seconds, bool record) {
     return drive(c, seconds, record, [&](size_t w) {
       auto r = sessions[w].execute("true");
@@ -92,11 +91,9 @@ void one_session(actors::embedded_node& node, const options& opt,
   auto r = s.execute("true");
   auto t2 = clock::now();
   if (!r || r->exit_code != 0)
-    throw std::runtime_error(
-      fmt::format("first execution in {} session {} failed: {}",
-                  to_string(mode), name,
-                  r ? fmt::format("exit code {}", r->exit_code)
-                    : r.error().message));
+    throw std::runtime_error(fmt::format(
+      "first execution in {} session {} failed: {}", to_string(mode), name,
+      r ? fmt::format("exit code {}", r->exit_code) : r.error().message));
   stop_session(s);
   auto t3 = clock::now();
   out.create.push_back(ms_between(t0, t1));

@@ -50,8 +50,8 @@ inline std::string exec_note(const load_result& ours, const load_result& base,
   auto [base_self, base_kids] = base.cpu_per_op_us();
   auto note = fmt::format("CPU/exec node+children: {} {:.0f}+{:.0f} us, "
                           "{} {:.0f}+{:.0f} us",
-                          ours_name, ours_self, ours_kids, base_name,
-                          base_self, base_kids);
+                          ours_name, ours_self, ours_kids, base_name, base_self,
+                          base_kids);
   if (ours.errors > 0 || base.errors > 0)
     note += fmt::format("; errors: {} {}, {} {}", ours_name, ours.errors,
                         base_name, base.errors);

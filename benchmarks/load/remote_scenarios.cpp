@@ -100,12 +100,12 @@ void measure_stream(contender& c) {
   uint64_t chunks = 0;
   auto cpu = cpu_now();
   auto start = clock::now();
-  auto r = c.sessions[0].execute_streaming(
-    fmt::format("head -c {} /dev/zero", stream_bytes), {},
-    [&](const output_chunk& x) {
-      seen += x.data.size();
-      ++chunks;
-    });
+  auto r = c.sessions[0].execute_streaming(fmt::format("head -c {} /dev/zero",
+                                                       stream_bytes),
+                                           {}, [&](const output_chunk& x) {
+                                             seen += x.data.size();
+                                             ++chunks;
+                                           });
   auto secs = seconds_since(start);
   c.stream_cpu.push_back((cpu_now().self - cpu.self)
                          / (static_cast<double>(stream_bytes) / (1 << 20)));
@@ -141,8 +141,8 @@ make_certificates(const std::string& dir) {
   if (std::system(cmd.c_str()) != 0)
     return {};
   auto side = [&](const std::string& who) {
-    return actors::tls_config{dir + "/" + who + ".pem", dir + "/" + who + ".key",
-                              dir + "/ca.pem"};
+    return actors::tls_config{dir + "/" + who + ".pem",
+                              dir + "/" + who + ".key", dir + "/ca.pem"};
   };
   return {side("node"), side("client")};
 }
@@ -191,17 +191,15 @@ void add_rows(std::vector<row>& rows, const contender& embedded,
                     : verdict::not_met;
   // CPU time is what a busy machine does not distort: the process's CPU
   // (node and client alike) per MiB, medians.
-  stream.note
-    = remote.stream_ok
-        ? fmt::format("median of {} rounds ({}); CPU {:.2f} vs {:.2f} ms/MiB; "
-                      "{:.0f} KiB per chunk",
-                      ratios.size(), each, 1e3 * median(remote.stream_cpu),
-                      1e3 * median(embedded.stream_cpu),
-                      remote.chunks > 0
-                        ? static_cast<double>(stream_bytes) / 1024
-                            / static_cast<double>(remote.chunks)
-                        : 0.0)
-        : "the stream did not complete";
+  stream.note = remote.stream_ok ? fmt::format(
+                  "median of {} rounds ({}); CPU {:.2f} vs {:.2f} ms/MiB; "
+                  "{:.0f} KiB per chunk",
+                  ratios.size(), each, 1e3 * median(remote.stream_cpu),
+                  1e3 * median(embedded.stream_cpu),
+                  remote.chunks > 0 ? static_cast<double>(stream_bytes) / 1024
+                                        / static_cast<double>(remote.chunks)
+                                    : 0.0)
+                                 : "the stream did not complete";
   rows.push_back(std::move(stream));
 }
 

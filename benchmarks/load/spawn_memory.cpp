@@ -1,5 +1,5 @@
-// Scenario 7: spawning must not slow down as the node grows (semantics §25: launch
-// with posix_spawn, not a plain fork of a large process).
+// Scenario 7: spawning must not slow down as the node grows (semantics §25:
+// launch with posix_spawn, not a plain fork of a large process).
 //
 // The spawn rate (`execute("true")` at concurrency 8) is measured with no
 // extra memory, with the node holding 4 GiB of touched memory, and with none

@@ -1,17 +1,17 @@
 #include "sandbox/cgroup.hpp"
 
 #include <dirent.h>
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <atomic>
 #include <sstream>
 #include <thread>
 
@@ -31,8 +31,8 @@ std::string unescape_octal(std::string_view s) {
     if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3'
         && s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0'
         && s[i + 3] <= '7') {
-      out.push_back(static_cast<char>((s[i + 1] - '0') * 64
-                                      + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      out.push_back(static_cast<char>(
+        (s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
       i += 3;
     } else {
       out.push_back(s[i]);
@@ -136,11 +136,10 @@ namespace {
 /// The directory of this process's cgroup in the hierarchy mounted with
 /// file system type `fstype` whose super options hold `controller` (any,
 /// when empty), given the path `own` from /proc/self/cgroup.
-result<std::string> mounted_cgroup(std::string_view mountinfo,
-                                   const std::string& own,
-                                   std::string_view fstype,
-                                   std::string_view controller,
-                                   std::string_view what) {
+result<std::string>
+mounted_cgroup(std::string_view mountinfo, const std::string& own,
+               std::string_view fstype, std::string_view controller,
+               std::string_view what) {
   // A cgroup whose processes moved away after we were born into it shows
   // " (deleted)"; nothing can be created below it.
   if (own.empty() || own.front() != '/')
@@ -175,8 +174,8 @@ result<std::string> mounted_cgroup(std::string_view mountinfo,
       rel = own;
     else if (own == root)
       rel = "/";
-    else if (own.compare(0, root.size(), root) == 0
-             && own.size() > root.size() && own[root.size()] == '/')
+    else if (own.compare(0, root.size(), root) == 0 && own.size() > root.size()
+             && own[root.size()] == '/')
       rel = own.substr(root.size());
     else
       continue;
@@ -188,8 +187,8 @@ result<std::string> mounted_cgroup(std::string_view mountinfo,
     return unsupported(fmt::format("no {} file system in "
                                    "/proc/self/mountinfo",
                                    what));
-  return unsupported(fmt::format("own cgroup {} is not below any {} mount",
-                                 own, what));
+  return unsupported(
+    fmt::format("own cgroup {} is not below any {} mount", own, what));
 }
 
 } // namespace
@@ -224,8 +223,8 @@ result<std::string> find_own_cgroup_v1(std::string_view mountinfo,
                           "cgroup", controller,
                           fmt::format("cgroup v1 {}", controller));
   }
-  return unsupported(fmt::format("no cgroup v1 {} entry in /proc/self/cgroup",
-                                 controller));
+  return unsupported(
+    fmt::format("no cgroup v1 {} entry in /proc/self/cgroup", controller));
 }
 
 result<std::string> find_own_cgroup() {
@@ -235,8 +234,8 @@ result<std::string> find_own_cgroup() {
     return unsupported(fmt::format("cannot read /proc/self/mountinfo: {}",
                                    std::strerror(errno)));
   if (!read_small_file("/proc/self/cgroup", cgroup))
-    return unsupported(fmt::format("cannot read /proc/self/cgroup: {}",
-                                   std::strerror(errno)));
+    return unsupported(
+      fmt::format("cannot read /proc/self/cgroup: {}", std::strerror(errno)));
   return find_own_cgroup(mountinfo, cgroup);
 }
 
@@ -245,8 +244,8 @@ result<std::string> find_own_cgroup_v1(std::string_view controller) {
   std::string cgroup;
   if (!read_small_file("/proc/self/mountinfo", mountinfo)
       || !read_small_file("/proc/self/cgroup", cgroup))
-    return unsupported(fmt::format("cannot read /proc/self: {}",
-                                   std::strerror(errno)));
+    return unsupported(
+      fmt::format("cannot read /proc/self: {}", std::strerror(errno)));
   return find_own_cgroup_v1(mountinfo, cgroup, controller);
 }
 
@@ -341,9 +340,9 @@ size_t remove_dead_cgroups(const std::string& own) {
     // Gone: no such pid, or the pid is another process's now (another
     // start time). A process whose start time cannot be read is left alone.
     auto now = start_time_of(fmt::format("/proc/{}/stat", pid));
-    auto gone = now == 0 ? ::kill(static_cast<pid_t>(pid), 0) != 0
-                             && errno == ESRCH
-                         : now != start;
+    auto gone = now == 0
+                  ? ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH
+                  : now != start;
     if (!gone)
       continue;
     if (cgroup_kill_and_remove(dir, std::chrono::seconds{2}))
@@ -364,13 +363,13 @@ result<std::unique_ptr<cgroup_tree>> cgroup_tree::create() {
   // ends without its destructor (the CLI's _Exit) leaves nothing behind
   // once its sessions stopped.
   if (::mkdir(process.c_str(), 0755) != 0 && errno != EEXIST)
-    return unsupported(fmt::format("cannot create {}: {}", process,
-                                   std::strerror(errno)));
+    return unsupported(
+      fmt::format("cannot create {}: {}", process, std::strerror(errno)));
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
     auto err = errno;
     remove_if_empty(process);
-    return unsupported(fmt::format("cannot create {}: {}", root,
-                                   std::strerror(err)));
+    return unsupported(
+      fmt::format("cannot create {}: {}", root, std::strerror(err)));
   }
   // cgroup.kill came with Linux 5.14 (CLONE_INTO_CGROUP with 5.7).
   auto kill_ok = ::access((root + "/cgroup.kill").c_str(), W_OK) == 0;
@@ -378,8 +377,8 @@ result<std::unique_ptr<cgroup_tree>> cgroup_tree::create() {
   remove_if_empty(root);
   remove_if_empty(process);
   if (!kill_ok)
-    return unsupported(fmt::format("{}/cgroup.kill: {}", root,
-                                   std::strerror(err)));
+    return unsupported(
+      fmt::format("{}/cgroup.kill: {}", root, std::strerror(err)));
   return std::unique_ptr<cgroup_tree>{
     new cgroup_tree(std::move(*own), std::move(process), std::move(root))};
 }

@@ -296,8 +296,8 @@ session_view::resolve(const std::string& abs, std::string_view verb, mode m,
   if (r.w.err != 0 && !(r.w.err == ENOENT && m == mode::make_parents)) {
     if (m == mode::make_parents && r.w.err == ENOTDIR)
       return error{errc::path_not_found,
-                   fmt::format("{} {}: a parent of it is not a directory",
-                               verb, abs)};
+                   fmt::format("{} {}: a parent of it is not a directory", verb,
+                               abs)};
     return make_errno_error(r.w.err, fmt::format("{} {}", verb, abs));
   }
   if (r.w.err != 0) {
@@ -348,10 +348,9 @@ result<std::string> session_view::read_file(const std::string& abs,
   return out;
 }
 
-result<std::string> session_view::read_text(const std::string& abs,
-                                            uint64_t start_line,
-                                            uint64_t end_line,
-                                            denial* refused) const {
+result<std::string>
+session_view::read_text(const std::string& abs, uint64_t start_line,
+                        uint64_t end_line, denial* refused) const {
   auto r = resolve(abs, "read", mode::object, false, refused);
   if (!r)
     return r.error();
@@ -418,8 +417,8 @@ result<void> session_view::remove_file(const std::string& abs,
   return out;
 }
 
-result<std::vector<dir_entry>>
-session_view::list_files(const std::string& abs, denial* refused) const {
+result<std::vector<dir_entry>> session_view::list_files(const std::string& abs,
+                                                        denial* refused) const {
   auto r = resolve(abs, "list", mode::object, false, refused);
   if (!r)
     return r.error();

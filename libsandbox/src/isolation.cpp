@@ -131,27 +131,27 @@ std::string init_elf() {
       f[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
   };
   f[0] = 0x7f, f[1] = 'E', f[2] = 'L', f[3] = 'F';
-  f[4] = 2; // 64-bit
-  f[5] = 1; // little endian
-  f[6] = 1; // version
-  put(16, 2, 2);                    // e_type: ET_EXEC
-  put(18, 62, 2);                   // e_machine: EM_X86_64
-  put(20, 1, 4);                    // e_version
+  f[4] = 2;                           // 64-bit
+  f[5] = 1;                           // little endian
+  f[6] = 1;                           // version
+  put(16, 2, 2);                      // e_type: ET_EXEC
+  put(18, 62, 2);                     // e_machine: EM_X86_64
+  put(20, 1, 4);                      // e_version
   put(24, base + ehsize + phsize, 8); // e_entry
-  put(32, ehsize, 8);               // e_phoff
-  put(52, ehsize, 2);               // e_ehsize
-  put(54, phsize, 2);               // e_phentsize
-  put(56, 1, 2);                    // e_phnum
+  put(32, ehsize, 8);                 // e_phoff
+  put(52, ehsize, 2);                 // e_ehsize
+  put(54, phsize, 2);                 // e_phentsize
+  put(56, 1, 2);                      // e_phnum
   f.append(reinterpret_cast<const char*>(init_code), sizeof(init_code));
   size_t ph = ehsize;
-  put(ph + 0, 1, 4);        // p_type: PT_LOAD
-  put(ph + 4, 5, 4);        // p_flags: R | X
-  put(ph + 8, 0, 8);        // p_offset
-  put(ph + 16, base, 8);    // p_vaddr
-  put(ph + 24, base, 8);    // p_paddr
+  put(ph + 0, 1, 4);         // p_type: PT_LOAD
+  put(ph + 4, 5, 4);         // p_flags: R | X
+  put(ph + 8, 0, 8);         // p_offset
+  put(ph + 16, base, 8);     // p_vaddr
+  put(ph + 24, base, 8);     // p_paddr
   put(ph + 32, f.size(), 8); // p_filesz
   put(ph + 40, f.size(), 8); // p_memsz
-  put(ph + 48, 0x1000, 8);  // p_align
+  put(ph + 48, 0x1000, 8);   // p_align
   return f;
 }
 
@@ -179,8 +179,7 @@ const init_program& the_init_program() {
       return p;
     }
     auto elf = init_elf();
-    if (::write(fd, elf.data(), elf.size())
-          != static_cast<ssize_t>(elf.size())
+    if (::write(fd, elf.data(), elf.size()) != static_cast<ssize_t>(elf.size())
         || ::fchmod(fd, 0555) != 0
         || ::fcntl(fd, F_ADD_SEALS,
                    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -197,7 +196,8 @@ const init_program& the_init_program() {
   return prog;
 }
 
-// -- the init's set-up ----------------------------------------------------------
+// -- the init's set-up
+// ----------------------------------------------------------
 //
 // The init is made by clone3 with every new namespace, CLONE_VM and
 // CLONE_VFORK: like a command's child (launcher.cpp) it shares the node's
@@ -224,21 +224,36 @@ enum init_stage : int {
 
 const char* init_stage_name(int stage) {
   switch (stage) {
-    case init_deathsig: return "PR_SET_PDEATHSIG";
-    case init_setgroups: return "cannot write /proc/self/setgroups";
-    case init_uid_map: return "cannot write the uid map";
-    case init_gid_map: return "cannot write the gid map";
-    case init_private: return "cannot make the mounts private";
-    case init_open_tree: return "cannot clone a kept directory's mount";
-    case init_masking: return "cannot mount over a denied path";
-    case init_mkdir: return "cannot make a kept directory's mount point";
-    case init_move_mount: return "cannot mount a kept directory";
-    case init_proc: return "cannot mount proc";
-    case init_loopback: return "cannot bring up the loopback interface";
-    case init_hostname: return "cannot set the host name";
-    case init_stdio: return "cannot redirect stdio";
-    case init_exec: return "cannot execute the init program";
-    default: return "clone";
+    case init_deathsig:
+      return "PR_SET_PDEATHSIG";
+    case init_setgroups:
+      return "cannot write /proc/self/setgroups";
+    case init_uid_map:
+      return "cannot write the uid map";
+    case init_gid_map:
+      return "cannot write the gid map";
+    case init_private:
+      return "cannot make the mounts private";
+    case init_open_tree:
+      return "cannot clone a kept directory's mount";
+    case init_masking:
+      return "cannot mount over a denied path";
+    case init_mkdir:
+      return "cannot make a kept directory's mount point";
+    case init_move_mount:
+      return "cannot mount a kept directory";
+    case init_proc:
+      return "cannot mount proc";
+    case init_loopback:
+      return "cannot bring up the loopback interface";
+    case init_hostname:
+      return "cannot set the host name";
+    case init_stdio:
+      return "cannot redirect stdio";
+    case init_exec:
+      return "cannot execute the init program";
+    default:
+      return "clone";
   }
 }
 
@@ -381,8 +396,8 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
         goto fail;
       }
     }
-    r = child_sys(SYS_move_mount, k.tree, reinterpret_cast<long>(""),
-                  AT_FDCWD, reinterpret_cast<long>(k.path),
+    r = child_sys(SYS_move_mount, k.tree, reinterpret_cast<long>(""), AT_FDCWD,
+                  reinterpret_cast<long>(k.path),
                   4 /* MOVE_MOUNT_F_EMPTY_PATH */);
     if (r < 0) {
       stage = init_move_mount;
@@ -419,8 +434,8 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   child_sys(SYS_close_range, 3, ~0L, 4 /* CLOSE_RANGE_CLOEXEC */);
   {
     uint64_t chld = uint64_t{1} << (SIGCHLD - 1);
-    child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&chld),
-              0, 8);
+    child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&chld), 0,
+              8);
   }
   r = child_sys(SYS_execveat, p->program, reinterpret_cast<long>(""),
                 reinterpret_cast<long>(p->argv),
@@ -531,9 +546,9 @@ void plan_mounts(const containment_spec& spec, init_layout& l) {
     // A keep inside another keep comes back with its parent.
     bool nested = false;
     for (auto* other : {&spec.working_directory, &spec.home_directory})
-      nested = nested || (other != keep && *other != *keep
-                          && inside(*keep, *other) && !inside(*other, *keep)
-                          && inside(*other, *under));
+      nested = nested
+               || (other != keep && *other != *keep && inside(*keep, *other)
+                   && !inside(*other, *keep) && inside(*other, *under));
     if (nested)
       continue;
     l.keep_paths.push_back(*keep);
@@ -555,7 +570,8 @@ void plan_mounts(const containment_spec& spec, init_layout& l) {
                                 l.keep_dir_ptrs[i].size(), -1});
 }
 
-// -- Landlock -------------------------------------------------------------------
+// -- Landlock
+// -------------------------------------------------------------------
 
 long landlock_create(const landlock_ruleset_attr* attr, size_t size,
                      uint32_t flags) {
@@ -594,9 +610,8 @@ result<void> add_rule(int ruleset, int root, const std::string& path,
   if (!fd) {
     if (!must_exist)
       return {};
-    return error{errc::io_error,
-                 fmt::format("Landlock rule for {}: {}", path,
-                             std::strerror(errno))};
+    return error{errc::io_error, fmt::format("Landlock rule for {}: {}", path,
+                                             std::strerror(errno))};
   }
   struct stat st;
   if (::fstat(fd.get(), &st) == 0 && !S_ISDIR(st.st_mode))
@@ -608,9 +623,8 @@ result<void> add_rule(int ruleset, int root, const std::string& path,
   if (::syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH,
                 &attr, 0)
       != 0)
-    return error{errc::io_error,
-                 fmt::format("Landlock rule for {}: {}", path,
-                             std::strerror(errno))};
+    return error{errc::io_error, fmt::format("Landlock rule for {}: {}", path,
+                                             std::strerror(errno))};
   return {};
 }
 
@@ -622,9 +636,8 @@ result<unique_fd> make_ruleset(pid_t init, const containment_spec& spec,
   attr.handled_access_fs = handled_access(abi);
   long fd = landlock_create(&attr, sizeof(attr.handled_access_fs), 0);
   if (fd < 0)
-    return error{errc::unsupported,
-                 fmt::format("landlock_create_ruleset: {}",
-                             std::strerror(errno))};
+    return error{errc::unsupported, fmt::format("landlock_create_ruleset: {}",
+                                                std::strerror(errno))};
   unique_fd ruleset{static_cast<int>(fd)};
   unique_fd root{::open(fmt::format("/proc/{}/root", init).c_str(),
                         O_PATH | O_DIRECTORY | O_CLOEXEC)};
@@ -738,11 +751,10 @@ std::string isolation_support::missing(const isolation_limits& limits) const {
   if (!namespaces)
     out.push_back(fmt::format("namespaces ({})", namespaces_detail));
   if (landlock_abi < min_landlock_abi)
-    out.push_back(
-      landlock_abi == 0
-        ? fmt::format("Landlock ({})", landlock_detail)
-        : fmt::format("Landlock ABI {} (the host has ABI {})",
-                      min_landlock_abi, landlock_abi));
+    out.push_back(landlock_abi == 0
+                    ? fmt::format("Landlock ({})", landlock_detail)
+                    : fmt::format("Landlock ABI {} (the host has ABI {})",
+                                  min_landlock_abi, landlock_abi));
   if (limits.memory > 0 && !has_controller("memory"))
     out.push_back("the cgroup memory controller, v2 or v1 (for a memory "
                   "limit)");
@@ -805,8 +817,7 @@ result<std::unique_ptr<contained_session>>
 contained_session::start(const containment_spec& spec, bool with_ruleset) {
 #if !defined(__x86_64__)
   (void) spec, (void) with_ruleset;
-  return error{errc::unsupported,
-               "contained sessions exist for x86_64 only"};
+  return error{errc::unsupported, "contained sessions exist for x86_64 only"};
 #else
   auto& prog = the_init_program();
   if (prog.fd < 0)
@@ -820,8 +831,8 @@ contained_session::start(const containment_spec& spec, bool with_ruleset) {
     return make_errno_error(errno, "/dev/null");
   unique_fd cgroup;
   if (!spec.cgroup.empty()) {
-    cgroup.reset(::open(spec.cgroup.c_str(),
-                        O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    cgroup.reset(
+      ::open(spec.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cgroup)
       return error{errc::io_error,
                    fmt::format("cannot open cgroup {}: {}", spec.cgroup,
@@ -925,8 +936,7 @@ contained_session::~contained_session() {
 result<std::shared_ptr<session_limits>>
 session_limits::make(const isolation_limits& limits,
                      const std::string& v2_enable_from,
-                     const std::string& v2_dir,
-                     const std::string& session_id) {
+                     const std::string& v2_dir, const std::string& session_id) {
   std::shared_ptr<session_limits> out{new session_limits};
   out->limits_ = limits;
   auto& host = host_isolation();
@@ -946,8 +956,9 @@ session_limits::make(const isolation_limits& limits,
         = value;
       (ctl == std::string_view{"memory"} ? out->memory_events_
                                          : out->pids_events_)
-        = v2_dir + (ctl == std::string_view{"memory"} ? "/memory.events"
-                                                      : "/pids.events");
+        = v2_dir
+          + (ctl == std::string_view{"memory"} ? "/memory.events"
+                                               : "/pids.events");
       continue;
     }
     auto base = host.v1_directory(ctl);
@@ -962,16 +973,16 @@ session_limits::make(const isolation_limits& limits,
     bool memory = ctl == std::string_view{"memory"};
     auto dir = fmt::format("{}/sandbox-{}", base, session_id);
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-      return error{errc::io_error, fmt::format("cannot make cgroup {}: {}",
-                                               dir, std::strerror(errno))};
+      return error{errc::io_error, fmt::format("cannot make cgroup {}: {}", dir,
+                                               std::strerror(errno))};
     out->v1_dirs_.push_back(dir);
     auto value = std::to_string(memory ? limits.memory : limits.processes);
     auto file = dir + (memory ? "/memory.limit_in_bytes" : "/pids.max");
     unique_fd fd{::open(file.c_str(), O_WRONLY | O_CLOEXEC)};
     if (!fd || ::write(fd.get(), value.data(), value.size()) < 0)
-      return error{errc::io_error, fmt::format("cannot write {} to {}: {}",
-                                               value, file,
-                                               std::strerror(errno))};
+      return error{errc::io_error,
+                   fmt::format("cannot write {} to {}: {}", value, file,
+                               std::strerror(errno))};
     auto procs = dir + "/cgroup.procs";
     unique_fd join{::open(procs.c_str(), O_WRONLY | O_CLOEXEC)};
     if (!join)
@@ -1024,13 +1035,13 @@ result<void> apply_cgroup_limits(const std::string& enable_from,
   if (!inside(dir, enable_from) || dir == enable_from)
     return error{errc::invalid_argument,
                  fmt::format("cgroup {} is not below {}", dir, enable_from)};
-  auto write = [](const std::string& path, const std::string& text)
-    -> result<void> {
+  auto write = [](const std::string& path,
+                  const std::string& text) -> result<void> {
     unique_fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC)};
     if (!fd || ::write(fd.get(), text.data(), text.size()) < 0)
-      return error{errc::io_error, fmt::format("cannot write {:?} to {}: {}",
-                                               text, path,
-                                               std::strerror(errno))};
+      return error{errc::io_error,
+                   fmt::format("cannot write {:?} to {}: {}", text, path,
+                               std::strerror(errno))};
     return {};
   };
   // Each directory from `enable_from` down to the parent of `dir` hands

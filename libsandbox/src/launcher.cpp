@@ -1,10 +1,10 @@
 #include "sandbox/launcher.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <sched.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -189,7 +189,8 @@ SANDBOX_CHILD_FN int child_main(void* arg) {
     goto fail;
   }
   if (p->cgroup_procs >= 0
-      && (r = child_sys(SYS_write, p->cgroup_procs, reinterpret_cast<long>("0"), 1))
+      && (r = child_sys(SYS_write, p->cgroup_procs, reinterpret_cast<long>("0"),
+                        1))
            < 0) {
     stage = stage_cgroup;
     goto fail;
@@ -202,10 +203,12 @@ SANDBOX_CHILD_FN int child_main(void* arg) {
   child_sys(SYS_close_range, 3, ~0L, 0);
   {
     uint64_t none = 0;
-    child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, 8);
+    child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0,
+              8);
   }
   r = child_sys(SYS_execve, reinterpret_cast<long>(p->path),
-          reinterpret_cast<long>(p->argv), reinterpret_cast<long>(p->envp));
+                reinterpret_cast<long>(p->argv),
+                reinterpret_cast<long>(p->envp));
   stage = stage_exec;
 fail:
   p->err = static_cast<int>(-r);
@@ -362,7 +365,8 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
 #endif
 }
 
-// -- contained launches ---------------------------------------------------------
+// -- contained launches
+// ---------------------------------------------------------
 
 /// Joins the session's cgroup v1 limits (the command and all it starts
 /// inherit them), then the namespaces `ns_flags` of its init at once.
@@ -435,10 +439,11 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
       continue;
     // RLIMIT_CPU: the soft limit sends SIGXCPU (the result names the
     // limit), the hard one a second later SIGKILL.
-    uint64_t both[2] = {static_cast<uint64_t>(lim[1]),
-                        static_cast<uint64_t>(lim[1])
-                          + (lim[0] == RLIMIT_CPU ? 1 : 0)};
-    if ((r = child_sys(SYS_prlimit64, 0, lim[0], reinterpret_cast<long>(both), 0))
+    uint64_t both[2]
+      = {static_cast<uint64_t>(lim[1]),
+         static_cast<uint64_t>(lim[1]) + (lim[0] == RLIMIT_CPU ? 1 : 0)};
+    if ((r = child_sys(SYS_prlimit64, 0, lim[0], reinterpret_cast<long>(both),
+                       0))
         < 0) {
       stage = stage_rlimit;
       return r;
@@ -545,12 +550,18 @@ long clone_child(child_plan& plan, int& pidfd, char* stack) {
 
 const char* contained_stage_name(int stage) {
   switch (stage) {
-    case stage_setns: return "setns";
-    case stage_clone_inner: return "clone into the PID namespace";
-    case stage_no_new_privs: return "PR_SET_NO_NEW_PRIVS";
-    case stage_rlimit: return "setrlimit";
-    case stage_seccomp: return "seccomp listener";
-    default: return "landlock_restrict_self";
+    case stage_setns:
+      return "setns";
+    case stage_clone_inner:
+      return "clone into the PID namespace";
+    case stage_no_new_privs:
+      return "PR_SET_NO_NEW_PRIVS";
+    case stage_rlimit:
+      return "setrlimit";
+    case stage_seccomp:
+      return "seccomp listener";
+    default:
+      return "landlock_restrict_self";
   }
 }
 
@@ -570,8 +581,8 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
         return error{errc::path_not_found,
                      fmt::format("working directory does not exist: {}",
                                  spec.cwd)};
-      return make_errno_error(err, fmt::format("working directory {}",
-                                               spec.cwd));
+      return make_errno_error(err,
+                              fmt::format("working directory {}", spec.cwd));
     case stage_cgroup:
       return error{errc::io_error,
                    fmt::format("cannot start {} in cgroup {}: {}",
@@ -586,8 +597,8 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
       return error{errc::io_error,
                    fmt::format("cannot start {} in its contained session: "
                                "{}: {}",
-                               spec.executable, contained_stage_name(
-                                                  plan.stage),
+                               spec.executable,
+                               contained_stage_name(plan.stage),
                                std::strerror(err))};
     default:
       return error{errc::io_error,
@@ -630,8 +641,8 @@ result<launched_child> launch(const launch_spec& spec) {
       return ok.error();
   unique_fd cgroup;
   if (!spec.cgroup.empty()) {
-    cgroup.reset(::open(spec.cgroup.c_str(),
-                        O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    cgroup.reset(
+      ::open(spec.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!cgroup)
       return error{errc::io_error,
                    fmt::format("cannot open cgroup {}: {}", spec.cgroup,
@@ -815,7 +826,6 @@ void force_entering_child(bool on) noexcept {
 void force_clone_fallback(bool on) noexcept {
   clone_forced = on;
 }
-
 
 env_map current_environment() {
   env_map result;

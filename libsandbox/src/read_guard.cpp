@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string_view>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include "sandbox/reactor.hpp"
@@ -56,14 +56,14 @@ struct read_guard::watcher : std::enable_shared_from_this<watcher> {
   }
 
   void wait() {
-    fd.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                  [self = shared_from_this()](
-                    const boost::system::error_code& ec) {
-                    if (ec)
-                      return;
-                    self->drain();
-                    self->wait();
-                  });
+    fd.async_wait(
+      boost::asio::posix::stream_descriptor::wait_read,
+      [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (ec)
+          return;
+        self->drain();
+        self->wait();
+      });
   }
 
   void drain() {
@@ -169,8 +169,8 @@ read_guard::make_cover(const std::string& parent,
                                              "{}",
                                              parent, std::strerror(errno))};
   c->directory_ = buf.data();
-  auto shared_report = std::make_shared<std::function<void(denied_read)>>(
-    std::move(report));
+  auto shared_report
+    = std::make_shared<std::function<void(denied_read)>>(std::move(report));
   size_t n = 0;
   for (auto& path : deny) {
     struct stat st;
@@ -179,14 +179,14 @@ read_guard::make_cover(const std::string& parent,
       continue;
     bool dir = S_ISDIR(st.st_mode);
     auto ph = fmt::format("{}/{}{}", c->directory_, dir ? 'd' : 'f', n++);
-    int made = dir ? ::mkdir(ph.c_str(), 0755)
-                   : ::close(::open(ph.c_str(),
-                                    O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
-                                    0444));
+    int made = dir
+                 ? ::mkdir(ph.c_str(), 0755)
+                 : ::close(::open(
+                   ph.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
     struct stat pst;
     if (made != 0 || ::stat(ph.c_str(), &pst) != 0)
-      return error{errc::io_error, fmt::format("cannot make {}: {}", ph,
-                                               std::strerror(errno))};
+      return error{errc::io_error,
+                   fmt::format("cannot make {}: {}", ph, std::strerror(errno))};
     // Registered before it is marked: no open of it goes unexplained.
     {
       std::lock_guard<std::mutex> guard{mtx_};

@@ -49,8 +49,9 @@ reaper::reaper(reactor& r, reaper_options opts)
     ::sigaction(SIGCHLD, nullptr, &s.old_chld);
   }
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    log::logger()->warn("PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
-                 "re-parented to init and cannot be reaped by the node");
+    log::logger()->warn(
+      "PR_SET_CHILD_SUBREAPER failed: escaped descendants are "
+      "re-parented to init and cannot be reaped by the node");
   signals_.add(SIGCHLD);
   // Asio installs its handler without SA_RESTART: a blocking waitpid, read
   // or write of any other thread would fail with EINTR at every SIGCHLD.

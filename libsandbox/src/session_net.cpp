@@ -97,9 +97,8 @@ std::string numeric(const sockaddr* sa) {
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr,
                 buf, sizeof(buf));
   else
-    ::inet_ntop(AF_INET6,
-                &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, buf,
-                sizeof(buf));
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr,
+                buf, sizeof(buf));
   return buf;
 }
 
@@ -192,9 +191,12 @@ long run_maker(maker_plan& plan) {
 
 const char* maker_stage(int stage) {
   switch (stage) {
-    case 1: return "setns into the session's network namespace";
-    case 2: return "socket in the session's network namespace";
-    default: return "netlink request in the session's network namespace";
+    case 1:
+      return "setns into the session's network namespace";
+    case 2:
+      return "socket in the session's network namespace";
+    default:
+      return "netlink request in the session's network namespace";
   }
 }
 
@@ -320,9 +322,9 @@ result<void> add_local_address(int ns_pidfd, const net_destination& dest) {
     return make_errno_error(static_cast<int>(-rc), what);
   unique_fd fd{plan.fd};
   if (plan.stage != 0)
-    return error{errc::io_error, fmt::format("{}: {}: {}", what,
-                                             maker_stage(plan.stage),
-                                             std::strerror(plan.err))};
+    return error{errc::io_error,
+                 fmt::format("{}: {}: {}", what, maker_stage(plan.stage),
+                             std::strerror(plan.err))};
   auto* nh = reinterpret_cast<nlmsghdr*>(reply);
   if (plan.reply_len >= static_cast<long>(NLMSG_LENGTH(sizeof(nlmsgerr)))
       && nh->nlmsg_type == NLMSG_ERROR) {

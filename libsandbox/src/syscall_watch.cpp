@@ -15,8 +15,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -33,17 +33,18 @@ namespace sandbox {
 
 namespace {
 
-// -- the filter ----------------------------------------------------------------
+// -- the filter
+// ----------------------------------------------------------------
 
 /// Open flags that make an open a write (or a create).
 constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
 
 /// System calls that always notify: they connect, or they write a path.
-constexpr std::array<long, 18> always_watched = {
-  SYS_connect,  SYS_creat,     SYS_mkdir,     SYS_mkdirat,   SYS_unlink,
-  SYS_unlinkat, SYS_rmdir,     SYS_rename,    SYS_renameat,  SYS_renameat2,
-  SYS_link,     SYS_linkat,    SYS_symlink,   SYS_symlinkat, SYS_mknod,
-  SYS_mknodat,  SYS_truncate,  SYS_openat2};
+constexpr std::array<long, 18> always_watched
+  = {SYS_connect,  SYS_creat,    SYS_mkdir,   SYS_mkdirat,   SYS_unlink,
+     SYS_unlinkat, SYS_rmdir,    SYS_rename,  SYS_renameat,  SYS_renameat2,
+     SYS_link,     SYS_linkat,   SYS_symlink, SYS_symlinkat, SYS_mknod,
+     SYS_mknodat,  SYS_truncate, SYS_openat2};
 
 /// The program: x86_64 calls only; `open` and `openat` notify only when
 /// their flags (argument 1 and 2) ask for a write.
@@ -61,7 +62,7 @@ std::vector<sock_filter> make_filter() {
   watched.emplace_back(SYS_openat, openat_check);
   std::sort(watched.begin(), watched.end());
   std::function<uint32_t(size_t, size_t)> tree_size = [&](size_t lo,
-                                                           size_t hi) {
+                                                          size_t hi) {
     if (hi - lo <= 3)
       return static_cast<uint32_t>(hi - lo + 1);
     auto mid = lo + (hi - lo) / 2;
@@ -78,18 +79,19 @@ std::vector<sock_filter> make_filter() {
   auto jump_to = [&](uint32_t target) {
     return static_cast<uint8_t>(target - (f.size() + 1));
   };
-  f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                       offsetof(struct seccomp_data, arch)));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0,
-                       jump_to(allow)));
+  f.push_back(
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+  f.push_back(
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, jump_to(allow)));
   f.push_back(
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
   std::function<void(size_t, size_t)> search = [&](size_t lo, size_t hi) {
     if (hi - lo <= 3) {
       for (size_t i = lo; i < hi; ++i) {
         auto [nr, t] = watched[i];
-        auto to = t == notify ? notify_at : t == open_check ? open_at
-                                                            : openat_at;
+        auto to = t == notify       ? notify_at
+                  : t == open_check ? open_at
+                                    : openat_at;
         f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, jump_to(to), 0));
       }
       f.push_back(BPF_STMT(BPF_JMP | BPF_JA, jump_to(allow)));
@@ -104,9 +106,9 @@ std::vector<sock_filter> make_filter() {
   search(0, watched.size());
   // The low half of the flags argument (little endian).
   for (uint32_t arg : {1u, 2u}) {
-    f.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                         static_cast<uint32_t>(
-                           offsetof(struct seccomp_data, args) + arg * 8)));
+    f.push_back(BPF_STMT(
+      BPF_LD | BPF_W | BPF_ABS,
+      static_cast<uint32_t>(offsetof(struct seccomp_data, args) + arg * 8)));
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, write_flags,
                          jump_to(notify_at), jump_to(allow)));
   }
@@ -115,7 +117,8 @@ std::vector<sock_filter> make_filter() {
   return f;
 }
 
-// -- reading the caller ----------------------------------------------------------
+// -- reading the caller
+// ----------------------------------------------------------
 
 bool read_memory(pid_t pid, uint64_t addr, void* buf, size_t n) {
   iovec local{buf, n};
@@ -262,7 +265,8 @@ bool below(const std::string& path, const std::string& dir) {
              && path[dir.size()] == '/');
 }
 
-// -- judging one call ------------------------------------------------------------
+// -- judging one call
+// ------------------------------------------------------------
 
 /// How a system call names the path it writes.
 enum class path_use {
@@ -367,8 +371,7 @@ std::optional<violation> judge_write(const seccomp_notif& n,
     if (inside(path)) {
       // A symbolic link on the way may still lead out; an open or a
       // truncate follows the last one too, unless told not to.
-      bool follow_last = a.use == path_use::write
-                         && (flags & O_NOFOLLOW) == 0;
+      bool follow_last = a.use == path_use::write && (flags & O_NOFOLLOW) == 0;
       auto real = resolve_in_view(pid, raw, follow_last);
       if (real.empty() || real == path || inside(real) || below(real, "/dev")
           || below(real, "/proc"))
@@ -406,21 +409,18 @@ bool listening(pid_t pid, bool v6, const uint32_t* addr, uint16_t port) {
   size_t pos = text.find('\n');
   while (pos != std::string::npos && pos + 1 < text.size()) {
     auto end = text.find('\n', pos + 1);
-    auto line = text.substr(pos + 1, end == std::string::npos
-                                       ? std::string::npos
-                                       : end - pos - 1);
+    auto line = text.substr(
+      pos + 1, end == std::string::npos ? std::string::npos : end - pos - 1);
     pos = end;
     // "sl: local_address rem_address st ..."
     char local[64] = {0};
     char remote[64] = {0};
     unsigned st = 0;
-    if (std::sscanf(line.c_str(), " %*d: %63s %63s %x", local, remote, &st)
-          != 3
+    if (std::sscanf(line.c_str(), " %*d: %63s %63s %x", local, remote, &st) != 3
         || st != 0x0A)
       continue;
     auto colon = std::strchr(local, ':');
-    if (colon == nullptr
-        || std::strtoul(colon + 1, nullptr, 16) != port
+    if (colon == nullptr || std::strtoul(colon + 1, nullptr, 16) != port
         || static_cast<size_t>(colon - local) != words * 8)
       continue;
     bool any = true;
@@ -499,7 +499,8 @@ std::optional<violation> judge_connect(const seccomp_notif& n,
   return violation{violation_kind::connect_denied, policy.execution, dest};
 }
 
-// -- the watcher -----------------------------------------------------------------
+// -- the watcher
+// -----------------------------------------------------------------
 
 struct watcher : std::enable_shared_from_this<watcher> {
   boost::asio::posix::stream_descriptor fd;
@@ -512,12 +513,12 @@ struct watcher : std::enable_shared_from_this<watcher> {
   }
 
   void wait() {
-    fd.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                  [self = shared_from_this()](
-                    const boost::system::error_code& ec) {
-                    if (!ec)
-                      self->on_ready();
-                  });
+    fd.async_wait(
+      boost::asio::posix::stream_descriptor::wait_read,
+      [self = shared_from_this()](const boost::system::error_code& ec) {
+        if (!ec)
+          self->on_ready();
+      });
   }
 
   void on_ready() {
@@ -581,7 +582,8 @@ void watch_syscalls(reactor& r, unique_fd listener,
   w->policy = std::move(policy);
   w->report = std::move(report);
   auto sizes = notif_sizes();
-  w->request.resize(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  w->request.resize(
+    std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
   w->response.resize(
     std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
   w->wait();

@@ -137,22 +137,22 @@ void tcp_forwarder::impl::on_accepted(tcp::socket s) {
 }
 
 void tcp_forwarder::impl::pump(const connection_ptr& c, int dir) {
-  c->side[dir].async_read_some(
-    asio::buffer(c->buf[dir]),
-    [self = shared_from_this(), c, dir](const error_code& ec, size_t n) {
-      std::lock_guard<std::mutex> guard{self->mtx};
-      if (c->closed)
-        return;
-      if (ec == asio::error::eof) {
-        self->end_direction(c, dir);
-        return;
-      }
-      if (ec) {
-        self->close(c, true);
-        return;
-      }
-      self->write(c, dir, 0, n);
-    });
+  c->side[dir].async_read_some(asio::buffer(c->buf[dir]),
+                               [self = shared_from_this(), c,
+                                dir](const error_code& ec, size_t n) {
+                                 std::lock_guard<std::mutex> guard{self->mtx};
+                                 if (c->closed)
+                                   return;
+                                 if (ec == asio::error::eof) {
+                                   self->end_direction(c, dir);
+                                   return;
+                                 }
+                                 if (ec) {
+                                   self->close(c, true);
+                                   return;
+                                 }
+                                 self->write(c, dir, 0, n);
+                               });
 }
 
 void tcp_forwarder::impl::write(const connection_ptr& c, int dir, size_t at,

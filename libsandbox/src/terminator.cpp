@@ -90,8 +90,7 @@ struct termination : std::enable_shared_from_this<termination> {
       auto keep = cgroup_members(kept());
       found.erase(std::remove_if(found.begin(), found.end(),
                                  [&](pid_t p) {
-                                   return std::find(keep.begin(), keep.end(),
-                                                    p)
+                                   return std::find(keep.begin(), keep.end(), p)
                                           != keep.end();
                                  }),
                   found.end());
@@ -114,8 +113,8 @@ struct termination : std::enable_shared_from_this<termination> {
     auto pids = members();
     if (cgroup_mode() ? !others_populated() : pids.empty())
       return end_kept();
-    log::logger()->debug("{} stop: signal {} to {} process(es)",
-                         query.log_tag, plan.first, pids.size());
+    log::logger()->debug("{} stop: signal {} to {} process(es)", query.log_tag,
+                         plan.first, pids.size());
     signal_all(pids, plan.first);
     // A stopped process (SIGSTOP, SIGTSTP) cannot act on the signal until
     // it runs again; without this it would always cost the whole grace.

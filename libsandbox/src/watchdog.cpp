@@ -137,8 +137,8 @@ SANDBOX_RAW void prune_groups(table& t, size_t words) {
 }
 
 SANDBOX_RAW bool same_dir(const char* slot, const char* dir, size_t len) {
-  return equal(slot, dir, len) && equal(slot + len, kill_file,
-                                        sizeof(kill_file));
+  return equal(slot, dir, len)
+         && equal(slot + len, kill_file, sizeof(kill_file));
 }
 
 SANDBOX_RAW void apply(table& t, const char* rec, size_t n, size_t& words) {
@@ -306,13 +306,14 @@ std::pair<pid_t, int> start() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     log::logger()->warn("cannot start the watchdog: socketpair: {}",
-                 std::strerror(errno));
+                        std::strerror(errno));
     return {0, -1};
   }
   void* mem = ::mmap(nullptr, sizeof(table), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) {
-    log::logger()->warn("cannot start the watchdog: mmap: {}", std::strerror(errno));
+    log::logger()->warn("cannot start the watchdog: mmap: {}",
+                        std::strerror(errno));
     ::close(sv[0]);
     ::close(sv[1]);
     return {0, -1};
@@ -327,7 +328,8 @@ std::pair<pid_t, int> start() {
   ::munmap(mem, sizeof(table));
   ::close(sv[1]);
   if (middle < 0) {
-    log::logger()->warn("cannot start the watchdog: clone: {}", std::strerror(err));
+    log::logger()->warn("cannot start the watchdog: clone: {}",
+                        std::strerror(err));
     ::close(sv[0]);
     return {0, -1};
   }
@@ -343,9 +345,9 @@ std::pair<pid_t, int> start() {
   auto n = ::recv(sv[0], &reply, sizeof(reply), MSG_DONTWAIT);
   if (n != static_cast<ssize_t>(sizeof(reply)) || reply <= 0) {
     log::logger()->warn("cannot start the watchdog: {}",
-                 n == static_cast<ssize_t>(sizeof(reply))
-                   ? std::strerror(-reply)
-                   : "the intermediate process ended without an answer");
+                        n == static_cast<ssize_t>(sizeof(reply))
+                          ? std::strerror(-reply)
+                          : "the intermediate process ended without an answer");
     ::close(sv[0]);
     return {0, -1};
   }
@@ -363,8 +365,8 @@ void send_record(shared_state& s, const char* data, size_t n) {
   if (rc < 0 && !s.warned) {
     s.warned = true;
     log::logger()->warn("the watchdog (pid {}) is gone ({}): processes of this "
-                 "node may outlive it if it dies",
-                 s.pid, std::strerror(errno));
+                        "node may outlive it if it dies",
+                        s.pid, std::strerror(errno));
   }
 }
 
@@ -409,16 +411,18 @@ void watchdog::watch_cgroup(const std::string& dir) {
     return;
   if (dir.empty() || dir.front() != '/' || dir.size() > max_dir
       || dir.find('\0') != std::string::npos) {
-    log::logger()->warn("the watchdog cannot watch cgroup {}: not an absolute path "
-                 "of at most {} bytes",
-                 dir, max_dir);
+    log::logger()->warn(
+      "the watchdog cannot watch cgroup {}: not an absolute path "
+      "of at most {} bytes",
+      dir, max_dir);
     return;
   }
   if (std::find(s.cgroups.begin(), s.cgroups.end(), dir) != s.cgroups.end())
     return;
   if (s.cgroups.size() >= max_cgroups) {
-    log::logger()->warn("the watchdog cannot watch cgroup {}: it watches {} already",
-                 dir, max_cgroups);
+    log::logger()->warn(
+      "the watchdog cannot watch cgroup {}: it watches {} already", dir,
+      max_cgroups);
     return;
   }
   s.cgroups.push_back(dir);

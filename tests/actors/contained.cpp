@@ -6,6 +6,7 @@
 // fail from inside. Skipped, with the reason, only where the host cannot
 // give contained sessions at all.
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,7 +14,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -118,8 +118,7 @@ struct fixture {
     return std::move(*s);
   }
 
-  static sandbox::exec_result run(blocking_session& s,
-                                  const std::string& cmd) {
+  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
     auto r = s.execute(cmd, {});
     if (!r)
       throw std::runtime_error(r.error().message);
@@ -141,8 +140,8 @@ CAF_TEST(an honest command sees its directories and its results) {
   auto r = run(s, "pwd; echo hi > f && cat f; echo \"$HOME\"; "
                   "echo t > /tmp/t && cat /tmp/t; exit 3");
   CAF_CHECK_EQUAL(r.exit_code, 3);
-  CAF_CHECK_EQUAL(r.stdout_data, info->working_directory + "\nhi\n"
-                                   + dir.path + "/home\nt\n");
+  CAF_CHECK_EQUAL(r.stdout_data,
+                  info->working_directory + "\nhi\n" + dir.path + "/home\nt\n");
   CAF_CHECK(exists(info->working_directory + "/f"));
   CAF_CHECK(r.violations.empty());
   CAF_CHECK(r.ended_by == sandbox::violation_kind::none);
@@ -166,10 +165,10 @@ CAF_TEST(a write outside the allowed directories fails) {
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(!exists(target));
   // Reported, typed, with the path and the execution.
-  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::write_denied,
-                          1));
-  CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::write_denied,
-                       target));
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::write_denied, 1));
+  CAF_CHECK(
+    has_detail(r.violations, sandbox::violation_kind::write_denied, target));
   auto m = run(s, "mkdir " + out.path + "/outside/d");
   CAF_CHECK_NOT_EQUAL(m.exit_code, 0);
   CAF_CHECK(!exists(out.path + "/outside/d"));
@@ -182,8 +181,8 @@ CAF_TEST(a write outside the allowed directories fails) {
   // The key, denied and outside the allowed directories, stays.
   auto rm = run(s, "rm -f " + key);
   CAF_CHECK_EQUAL(slurp(key), "SECRET-KEY");
-  CAF_CHECK(has_detail(rm.violations, sandbox::violation_kind::write_denied,
-                       key));
+  CAF_CHECK(
+    has_detail(rm.violations, sandbox::violation_kind::write_denied, key));
   auto seen = s.violations();
   SANDBOX_REQUIRE_OK(seen);
   CAF_CHECK(has_violation(*seen, sandbox::violation_kind::write_denied, 1));
@@ -227,14 +226,14 @@ CAF_TEST(a denied path cannot be read) {
   // Refused and reported, tagged with the execution; a process the
   // command started (its group) is the command's too.
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
-  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::read_denied,
-                          1));
-  CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::read_denied,
-                       key));
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::read_denied, 1));
+  CAF_CHECK(
+    has_detail(r.violations, sandbox::violation_kind::read_denied, key));
   auto sub = run(s, "(cat " + key + "; true) | cat");
   CAF_CHECK(sub.stdout_data.find("SECRET") == std::string::npos);
-  CAF_CHECK(has_violation(sub.violations,
-                          sandbox::violation_kind::read_denied, 2));
+  CAF_CHECK(
+    has_violation(sub.violations, sandbox::violation_kind::read_denied, 2));
   // Honest reads of the system still work, unreported.
   auto honest = run(s, "cat /etc/hostname /proc/self/status > /dev/null");
   CAF_CHECK_EQUAL(honest.exit_code, 0);
@@ -279,8 +278,8 @@ CAF_TEST(the files of another session cannot be reached) {
   auto a_info = a.info();
   SANDBOX_REQUIRE_OK(a_info);
   CAF_REQUIRE_EQUAL(run(a, "echo private-a > mine").exit_code, 0);
-  auto r = run(b, "cat " + a_info->working_directory + "/mine; ls "
-                    + out.path + "/base");
+  auto r = run(b, "cat " + a_info->working_directory + "/mine; ls " + out.path
+                    + "/base");
   CAF_CHECK(r.stdout_data.find("private-a") == std::string::npos);
   CAF_CHECK(r.stdout_data.find(a_info->id) == std::string::npos);
   // Listing the base directory is a refused read of it (a path below it
@@ -346,8 +345,7 @@ CAF_TEST(the network is loopback only) {
                       + std::to_string(port));
   CAF_CHECK_NOT_EQUAL(out.exit_code, 0);
   CAF_CHECK_EQUAL(out.stdout_data, "ECONNREFUSED\n");
-  CAF_CHECK(has_detail(out.violations,
-                       sandbox::violation_kind::connect_denied,
+  CAF_CHECK(has_detail(out.violations, sandbox::violation_kind::connect_denied,
                        "127.0.0.1:" + std::to_string(port)));
   auto own = run(s, std::string{sandbox::test::test_child()} + " connect 0");
   CAF_CHECK_EQUAL(own.exit_code, 0);
@@ -411,11 +409,10 @@ CAF_TEST(a fork bomb is bounded by the process limit and reported) {
   // Under the sanitizers the helper's leak check at exit would need a
   // thread the process limit refuses.
   auto r = run(*s, "ASAN_OPTIONS=detect_leaks=0 "
-                     + std::string{sandbox::test::test_child()}
-                     + " fork-bomb");
+                     + std::string{sandbox::test::test_child()} + " fork-bomb");
   CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
-  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::process_limit,
-                          2));
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::process_limit, 2));
   auto seen = s->violations();
   SANDBOX_REQUIRE_OK(seen);
   CAF_CHECK(has_violation(*seen, sandbox::violation_kind::process_limit, 2));
@@ -441,16 +438,15 @@ CAF_TEST(a memory hog is ended by the memory limit and the result says so) {
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto child = std::string{sandbox::test::test_child()};
-  auto small = run(*s, "ASAN_OPTIONS=detect_leaks=0 exec " + child
-                         + " alloc 16");
+  auto small = run(*s,
+                   "ASAN_OPTIONS=detect_leaks=0 exec " + child + " alloc 16");
   CAF_CHECK_EQUAL(small.stdout_data, "allocated\n");
   CAF_CHECK(small.ended_by == sandbox::violation_kind::none);
-  auto r = run(*s, "ASAN_OPTIONS=detect_leaks=0 exec " + child
-                     + " alloc 1024");
+  auto r = run(*s, "ASAN_OPTIONS=detect_leaks=0 exec " + child + " alloc 1024");
   CAF_CHECK_EQUAL(r.exit_code, 128 + SIGKILL);
   CAF_CHECK(r.ended_by == sandbox::violation_kind::memory_limit);
-  CAF_CHECK(has_violation(r.violations, sandbox::violation_kind::memory_limit,
-                          2));
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::memory_limit, 2));
   CAF_CHECK_EQUAL(run(*s, "echo ok").stdout_data, "ok\n");
   auto receipt = s->stop();
   SANDBOX_REQUIRE_OK(receipt);
@@ -466,12 +462,12 @@ CAF_TEST(cpu time and file size limits end a command and are named) {
   cfg.limits.file_size = 1 << 20;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
-  auto cpu = run(*s, "exec " + std::string{sandbox::test::test_child()}
-                       + " spin");
+  auto cpu = run(*s,
+                 "exec " + std::string{sandbox::test::test_child()} + " spin");
   CAF_CHECK_EQUAL(cpu.exit_code, 128 + SIGXCPU);
   CAF_CHECK(cpu.ended_by == sandbox::violation_kind::cpu_limit);
-  CAF_CHECK(has_violation(cpu.violations, sandbox::violation_kind::cpu_limit,
-                          1));
+  CAF_CHECK(
+    has_violation(cpu.violations, sandbox::violation_kind::cpu_limit, 1));
   auto big = run(*s, "exec head -c 2000000 /dev/zero > big");
   CAF_CHECK_EQUAL(big.exit_code, 128 + SIGXFSZ);
   CAF_CHECK(big.ended_by == sandbox::violation_kind::file_size_limit);

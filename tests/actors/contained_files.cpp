@@ -103,8 +103,7 @@ struct fixture {
     return std::move(*f);
   }
 
-  static sandbox::exec_result run(blocking_session& s,
-                                  const std::string& cmd) {
+  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
     auto r = s.execute(cmd, {});
     if (!r)
       throw std::runtime_error(r.error().message);
@@ -200,9 +199,8 @@ CAF_TEST(the directories of another session cannot be read or listed) {
   CHECK_DENIED(fb.read_file(a_wd + "/mine"), a_wd + "/mine");
   CHECK_DENIED(fb.list_files(a_wd), a_wd);
   CHECK_DENIED(fb.list_files(dir.path + "/base"), dir.path + "/base");
-  auto listed = fb.list(a_wd, 4, [](const sandbox::fs::frame&) {
-    return true;
-  });
+  auto listed = fb.list(a_wd, 4,
+                        [](const sandbox::fs::frame&) { return true; });
   CAF_CHECK_EQUAL(listed.count, 0u);
   CAF_REQUIRE(listed.error.has_value());
   CAF_CHECK_EQUAL(listed.error->code, errc::permission_denied);
@@ -233,10 +231,9 @@ CAF_TEST(writes and removes outside the allowed directories change nothing) {
   CHECK_DENIED(f.remove_file(visible_key), visible_key);
   CAF_CHECK_EQUAL(slurp(visible_key), "SECRET-KEY");
   // Relative paths climbing out of the working directory too.
-  CHECK_DENIED(f.write_file("../../../../../../../../../.." + outside
-                              + "/climbed",
-                            "x"),
-               outside + "/climbed");
+  CHECK_DENIED(
+    f.write_file("../../../../../../../../../.." + outside + "/climbed", "x"),
+    outside + "/climbed");
   CAF_CHECK(!exists(outside + "/climbed"));
   // Under the host's /tmp is the session's private /tmp: a write lands
   // there, and the host's directory is untouched.
@@ -259,8 +256,9 @@ CAF_TEST(symlinks planted by a command do not escape) {
   auto f = files(s);
   auto w = wd(s);
   auto outside = out.path + "/outside";
-  auto r = run(s, "ln -s " + visible_key + " key-link && ln -s /etc etc-link "
-                    "&& ln -s "
+  auto r = run(s, "ln -s " + visible_key
+                    + " key-link && ln -s /etc etc-link "
+                      "&& ln -s "
                     + outside + " out-link && ln -s ../../../../../../.. up"
                     + " && ln -s " + outside + "/kept kept-link");
   CAF_REQUIRE_EQUAL(r.exit_code, 0);
@@ -272,9 +270,8 @@ CAF_TEST(symlinks planted by a command do not escape) {
   r = run(s, "ln -s up/" + visible_key.substr(1) + " chained");
   CAF_REQUIRE_EQUAL(r.exit_code, 0);
   CHECK_DENIED(f.read_file("chained"), visible_key);
-  auto streamed = f.read_stream("chained", [](const std::string&) {
-    return true;
-  });
+  auto streamed = f.read_stream("chained",
+                                [](const std::string&) { return true; });
   CHECK_DENIED(streamed, visible_key);
   // Writes through links into places the session may not change.
   CHECK_DENIED(f.write_file("out-link/escaped", "x"), outside + "/escaped");

@@ -89,8 +89,7 @@ std::string read_until_eof(int fd, size_t max = SIZE_MAX,
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 20000) != 1)
       return out;
-    auto n = ::recv(fd, buf.data(), std::min(buf.size(), max - out.size()),
-                    0);
+    auto n = ::recv(fd, buf.data(), std::min(buf.size(), max - out.size()), 0);
     if (n <= 0) {
       if (ended != nullptr)
         *ended = true;
@@ -321,8 +320,8 @@ CAF_TEST(an allowed host server is reachable from inside and nothing else) {
   CAF_CHECK_EQUAL(r->exit_code, 0);
   CAF_CHECK_EQUAL(r->stdout_data, "pong\n");
   CAF_CHECK_EQUAL(received.get_future().get(), "ping\n");
-  auto denied = s.execute(std::string{sandbox::test::test_child()}
-                          + " fetch " + std::to_string(other.port));
+  auto denied = s.execute(std::string{sandbox::test::test_child()} + " fetch "
+                          + std::to_string(other.port));
   SANDBOX_REQUIRE_OK(denied);
   CAF_CHECK_EQUAL(denied->exit_code, 1);
   CAF_CHECK_EQUAL(denied->stdout_data, "ECONNREFUSED\n");
@@ -386,18 +385,18 @@ CAF_TEST(an allowed address of the host beyond loopback gets forwarded) {
   ::close(l);
   CAF_CHECK_EQUAL(r->stdout_data, "far\n");
   // Another port of that address is refused inside.
-  auto other = s.execute(std::string{sandbox::test::test_child()}
-                         + " fetch " + std::to_string(port == 1 ? 2 : port - 1)
-                         + " " + address);
+  auto other = s.execute(std::string{sandbox::test::test_child()} + " fetch "
+                         + std::to_string(port == 1 ? 2 : port - 1) + " "
+                         + address);
   SANDBOX_REQUIRE_OK(other);
   CAF_CHECK_EQUAL(other->stdout_data, "ECONNREFUSED\n");
   (void) s.stop();
 }
 
 CAF_TEST(invalid allowlist entries are refused naming them) {
-  for (auto entry : {"127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000",
-                     "::1:80", "[::1:80", "0.0.0.0:80", "224.0.0.1:80",
-                     "a b:80", ":80", "127.0.0.1:8x"}) {
+  for (auto entry :
+       {"127.0.0.1", "127.0.0.1:0", "127.0.0.1:70000", "::1:80", "[::1:80",
+        "0.0.0.0:80", "224.0.0.1:80", "a b:80", ":80", "127.0.0.1:8x"}) {
     session_config cfg;
     cfg.working_directory = dir.path + "/work";
     cfg.isolation = isolation_mode::contained;

@@ -84,8 +84,8 @@ struct cgroup_fixture {
   cgroup_fixture() {
     auto probe = sandbox::cgroup_tree::create();
     if (!probe) {
-      CAF_MESSAGE("cgroup mode unavailable, skipped: "
-                  << probe.error().message);
+      CAF_MESSAGE(
+        "cgroup mode unavailable, skipped: " << probe.error().message);
       return;
     }
     probe->reset();
@@ -144,8 +144,7 @@ CAF_TEST(an escaper is gone after a cancel in the cgroup mode) {
   if (!m)
     return;
   auto s = m->make_session();
-  auto other = sandbox::actors::blocking_session{m->node->system(),
-                                                 s.handle()};
+  auto other = sandbox::actors::blocking_session{m->node->system(), s.handle()};
   auto sleep = unique_sleep();
   exec_options opts;
   opts.cancel_key = "escaper";

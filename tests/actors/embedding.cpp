@@ -66,7 +66,8 @@ CAF_TEST(the same holds in the process group mode) {
   check_host({"process-group"});
 }
 
-CAF_TEST(a node only process is a subreaper with restarting calls till its end) {
+CAF_TEST(
+  a node only process is a subreaper with restarting calls till its end) {
   auto before = current();
   CAF_REQUIRE_EQUAL(before.subreaper, 0);
   {
@@ -92,8 +93,7 @@ CAF_TEST(a node only process is a subreaper with restarting calls till its end) 
 CAF_TEST(an embedded node leaves the child signal disposition alone) {
   auto before = current();
   {
-    sandbox::actors::embedded_node node{
-      sandbox::test::suite_runtime_config()};
+    sandbox::actors::embedded_node node{sandbox::test::suite_runtime_config()};
     auto during = current();
     CAF_CHECK_EQUAL(during.subreaper, before.subreaper);
     CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);

@@ -113,8 +113,7 @@ CAF_TEST(S4 env precedence is node then HOME then session then call) {
   // SANDBOX_R4_NODE is set before main (see `r4_node_env`). The runtime
   // snapshots the node env at creation: make a fresh node.
   CAF_REQUIRE(r4_node_env);
-  sandbox::actors::embedded_node fresh{
-    sandbox::test::suite_runtime_config()};
+  sandbox::actors::embedded_node fresh{sandbox::test::suite_runtime_config()};
   sandbox::actors::session_config cfg;
   cfg.working_directory = dir.path + "/w4";
   cfg.home_directory = dir.path + "/h4";

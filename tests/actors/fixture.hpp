@@ -161,4 +161,3 @@ inline const char* test_child() {
 }
 
 } // namespace sandbox::test
-

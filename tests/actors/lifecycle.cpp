@@ -38,7 +38,8 @@ size_t live_actors(caf::actor_system& sys) {
 /// for, so the count is polled; the deadline only bounds a failure.
 size_t settle(caf::actor_system& sys, size_t limit) {
   auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (live_actors(sys) > limit && std::chrono::steady_clock::now() < deadline)
+  while (live_actors(sys) > limit
+         && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(5ms);
   return live_actors(sys);
 }
@@ -79,9 +80,8 @@ CAF_TEST(2000 spawn and wait cycles keep children and memory flat) {
   // each stayed until the session stopped: +2000).
   CAF_CHECK_LESS_OR_EQUAL(settle(node.system(), actors_before), actors_before);
   // About 15 KiB each were kept before: 30 MiB.
-  SANDBOX_CHECK_MEMORY_BOUND(resident_bytes() - std::min(rss_before,
-                                                         resident_bytes()),
-                             8u << 20);
+  SANDBOX_CHECK_MEMORY_BOUND(
+    resident_bytes() - std::min(rss_before, resident_bytes()), 8u << 20);
 }
 
 CAF_TEST(a finished spawned process answers wait while its handle lives) {
@@ -191,8 +191,8 @@ CAF_TEST(file operations of many sessions run on the configured threads) {
     users.emplace_back([&f, &failures] {
       for (int i = 0; i < 20; ++i) {
         auto name = "f" + std::to_string(i);
-        if (!f.write_file(name, std::string(4096, 'x'))
-            || !f.read_file(name) || !f.list_files("."))
+        if (!f.write_file(name, std::string(4096, 'x')) || !f.read_file(name)
+            || !f.list_files("."))
           ++failures;
       }
     });

@@ -122,8 +122,8 @@ size_t leftovers(const victim& v) {
 /// executions run, and checks that all of it is gone within 2 s. Returns
 /// what the helper reported.
 template <class End>
-victim check_nothing_outlives(const std::vector<std::string>& options,
-                              End end) {
+victim
+check_nothing_outlives(const std::vector<std::string>& options, End end) {
   temp_dir dir;
   std::vector<std::string> args{SANDBOX_TEST_NODE_HOST, "die", dir.path};
   args.insert(args.end(), options.begin(), options.end());
@@ -164,12 +164,12 @@ CAF_TEST(a SIGKILLed node in the process group mode leaves no process) {
   CAF_CHECK_EQUAL(v.mode, "process_group");
 }
 
-CAF_TEST(a SIGKILLed node only process (subreaper) leaves no process) {
+CAF_TEST(a SIGKILLed node only process(subreaper) leaves no process) {
   check_nothing_outlives({"reap-all", "process-group"}, sigkill);
   check_nothing_outlives({"reap-all"}, sigkill);
 }
 
-CAF_TEST(a Ctrl-C to the process group of the node spares the watchdog) {
+CAF_TEST(a Ctrl - C to the process group of the node spares the watchdog) {
   // The helper leads its own process group, as a CLI in a shell job does;
   // SIGINT to that group ends the node, and the watchdog (in a session of
   // its own) ends what the node started.

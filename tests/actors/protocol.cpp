@@ -102,8 +102,8 @@ CAF_TEST(session configs and infos survive serialization) {
   CAF_CHECK_EQUAL(dc.working_directory, "/w");
   CAF_CHECK_EQUAL(dc.home_directory, "/h");
   CAF_CHECK(dc.env == c.env);
-  actors::session_info i{"id", "/w", "/h", 20001, 3, true,
-                         sandbox::containment_mode::cgroup};
+  actors::session_info i{
+    "id", "/w", "/h", 20001, 3, true, sandbox::containment_mode::cgroup};
   auto di = round_trip(i);
   CAF_CHECK(di.containment == sandbox::containment_mode::cgroup);
   CAF_CHECK_EQUAL(di.id, "id");

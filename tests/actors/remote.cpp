@@ -134,27 +134,23 @@ CAF_TEST(sockets a host application accepts keep the kernel numbers) {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
-  CAF_REQUIRE_EQUAL(::bind(listener, reinterpret_cast<sockaddr*>(&addr),
-                           sizeof(addr)),
-                    0);
+  CAF_REQUIRE_EQUAL(
+    ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   CAF_REQUIRE_EQUAL(::listen(listener, 1), 0);
-  CAF_REQUIRE_EQUAL(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr),
-                                  &len),
-                    0);
+  CAF_REQUIRE_EQUAL(
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   CAF_REQUIRE(client >= 0);
-  CAF_REQUIRE_EQUAL(::connect(client, reinterpret_cast<sockaddr*>(&addr),
-                              sizeof(addr)),
-                    0);
+  CAF_REQUIRE_EQUAL(
+    ::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   // A node's connections move to the upper half of the descriptor limit;
   // the host's accepted socket gets a low number, as the kernel chose it.
   int accepted = ::accept(listener, nullptr, nullptr);
   CAF_REQUIRE(accepted >= 0);
   rlimit lim{};
   CAF_REQUIRE_EQUAL(::getrlimit(RLIMIT_NOFILE, &lim), 0);
-  auto upper_half = std::max<rlim_t>(64, std::min<rlim_t>(lim.rlim_cur,
-                                                          rlim_t{1} << 20)
-                                           / 2);
+  auto upper_half
+    = std::max<rlim_t>(64, std::min<rlim_t>(lim.rlim_cur, rlim_t{1} << 20) / 2);
   CAF_CHECK_LESS(static_cast<rlim_t>(accepted), upper_half);
   // Not made close-on-exec either: the host's flags are its own.
   CAF_CHECK_EQUAL(::fcntl(accepted, F_GETFD) & FD_CLOEXEC, 0);
@@ -207,13 +203,12 @@ CAF_TEST(a slow remote reader slows the child) {
   // the output.
   size_t chunks = 0;
   uint64_t bytes = 0;
-  auto r = s.execute_streaming("head -c 67108864 /dev/zero", {},
-                               [&](const output_chunk& c) {
-                                 if (++chunks <= 3)
-                                   std::this_thread::sleep_for(
-                                     std::chrono::milliseconds{50});
-                                 bytes += c.data.size();
-                               });
+  auto r = s.execute_streaming(
+    "head -c 67108864 /dev/zero", {}, [&](const output_chunk& c) {
+      if (++chunks <= 3)
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+      bytes += c.data.size();
+    });
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(bytes, 67108864u);
   CAF_CHECK_EQUAL(r->exit_code, 0);
@@ -226,14 +221,12 @@ CAF_TEST(a remote reader that falls behind gets joined chunks in order) {
   std::string seen;
   size_t chunks = 0;
   size_t largest = 0;
-  auto r = s.execute_streaming("seq 1 400000", {},
-                               [&](const output_chunk& c) {
-                                 if (++chunks == 1)
-                                   std::this_thread::sleep_for(
-                                     std::chrono::milliseconds{200});
-                                 largest = std::max(largest, c.data.size());
-                                 seen += c.data;
-                               });
+  auto r = s.execute_streaming("seq 1 400000", {}, [&](const output_chunk& c) {
+    if (++chunks == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    largest = std::max(largest, c.data.size());
+    seen += c.data;
+  });
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);
   std::string expected;
@@ -266,8 +259,8 @@ CAF_TEST(a stalled remote reader stops the child within a few MiB) {
   auto r = s.execute_streaming(cmd, {}, [&](const output_chunk& c) {
     if (stalled_at < 0) {
       // Waits until the count stayed the same for 500 ms (10 s at most).
-      auto deadline
-        = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+      auto deadline = std::chrono::steady_clock::now()
+                      + std::chrono::seconds{10};
       int last = count();
       auto since = std::chrono::steady_clock::now();
       while (std::chrono::steady_clock::now() < deadline) {
@@ -338,8 +331,8 @@ CAF_TEST(files list frames read streams and streamed writes cross) {
   CAF_CHECK_EQUAL(*total, big.size());
   CAF_CHECK(back == big);
   for (int i = 0; i < 300; ++i)
-    SANDBOX_REQUIRE_OK(files->write_file("d/f" + std::to_string(1000 + i),
-                                         "x"));
+    SANDBOX_REQUIRE_OK(
+      files->write_file("d/f" + std::to_string(1000 + i), "x"));
   size_t frames = 0;
   auto done = files->list("d", 1, [&](const fs::frame&) {
     ++frames;
@@ -409,13 +402,12 @@ CAF_TEST(spawn handles cancel and stop receipts cross) {
 
 CAF_TEST(code runs with its source streamed over the wire) {
   auto s = session();
-  auto r = s.execute_code_streaming(
-    "sh", {},
-    [](blocking_process p) {
-      (void) p.write_stdin("echo from-stdin\n");
-      (void) p.close_stdin();
-    },
-    {});
+  auto r = s.execute_code_streaming("sh", {},
+                                    [](blocking_process p) {
+                                      (void) p.write_stdin("echo from-stdin\n");
+                                      (void) p.close_stdin();
+                                    },
+                                    {});
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "from-stdin\n");
 }

@@ -5,9 +5,9 @@
 // Many clients that connect to one real `sandbox serve` process at the same
 // instant (CLI processes, and actor systems of their own in threads): each
 // creates a session, runs `true` and stops it, and every one must succeed;
-// the node's descriptors come back once the CLI processes are gone. Also the liveness of the
-// connections: a call that takes longer than the liveness limit completes,
-// and one to a node that stopped answering fails in time.
+// the node's descriptors come back once the CLI processes are gone. Also the
+// liveness of the connections: a call that takes longer than the liveness limit
+// completes, and one to a node that stopped answering fails in time.
 
 #include <dirent.h>
 #include <signal.h>
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "fixture.hpp"
-#include "sandbox/proc_stats.hpp"
 #include "helpers/serve_process.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/proc_stats.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
@@ -75,8 +75,8 @@ CAF_TEST(forty CLI processes that connect at once all succeed) {
     std::vector<std::unique_ptr<test::live_process>> ps;
     for (size_t i = 0; i < clients; ++i)
       ps.push_back(std::make_unique<test::live_process>(
-        std::vector<std::string>{SANDBOX_CLI, "--node", node.address,
-                                 "--json", "run", "--", "true"}));
+        std::vector<std::string>{SANDBOX_CLI, "--node", node.address, "--json",
+                                 "run", "--", "true"}));
     size_t ok = 0;
     for (auto& p : ps) {
       auto status = p->wait();
@@ -160,10 +160,9 @@ CAF_TEST(a call longer than the liveness limit completes) {
   cfg.home_directory = dir.at("home");
   auto s = blocking_session::create(**c, cfg);
   CAF_REQUIRE(s);
-  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-                   remote_liveness)
-                   .count()
-                 + 2;
+  auto seconds
+    = std::chrono::duration_cast<std::chrono::seconds>(remote_liveness).count()
+      + 2;
   auto r = s->execute("sleep " + std::to_string(seconds));
   CAF_REQUIRE(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);

@@ -20,10 +20,10 @@
 #include <thread>
 
 #include "fixture.hpp"
-#include "sandbox/proc_stats.hpp"
 #include "helpers/serve_process.hpp"
 #include "sandbox/actors/blocking_files.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/proc_stats.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
@@ -222,7 +222,7 @@ CAF_TEST(a node killed while a blocking execute waits fails it within 5 s) {
 
 CAF_TEST(a killed client has its sessions stopped after the grace) {
   test::serve_process node{{"--client-grace", "0.5", "--log-level", "debug"},
-                          dir.at("node.log")};
+                           dir.at("node.log")};
   auto watcher = connect(node);
   // Baseline of the node's descriptors with one client connected.
   auto fds_before = fds_of(node.pid);
@@ -245,9 +245,8 @@ CAF_TEST(a killed client has its sessions stopped after the grace) {
   }
   cli.kill(SIGKILL);
   // After the grace (0.5 s) the node stops the session: both sleeps end.
-  CAF_CHECK(eventually(
-    [&] { return !alive(sleeps[0]) && !alive(sleeps[1]); },
-    std::chrono::seconds{10}));
+  CAF_CHECK(eventually([&] { return !alive(sleeps[0]) && !alive(sleeps[1]); },
+                       std::chrono::seconds{10}));
   auto sessions = watcher->list();
   SANDBOX_REQUIRE_OK(sessions);
   CAF_REQUIRE_EQUAL(sessions->size(), 1u);
@@ -260,9 +259,9 @@ CAF_TEST(a killed client has its sessions stopped after the grace) {
   // A contained session listens on its leased port from its creation (the
   // forward in, docs/security.md): the kept one holds that socket.
   size_t kept_fds = test::contained_run() ? 1 : 0;
-  CAF_CHECK(eventually(
-    [&] { return fds_of(node.pid) <= fds_before + kept_fds; },
-    std::chrono::seconds{5}));
+  CAF_CHECK(
+    eventually([&] { return fds_of(node.pid) <= fds_before + kept_fds; },
+               std::chrono::seconds{5}));
   // The receipt is logged when the stop completes, which may be a moment
   // after the last process ended.
   auto logged = [&](const char* what) {

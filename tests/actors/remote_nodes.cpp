@@ -56,8 +56,7 @@ test::captured cli(std::vector<std::string> args) {
 
 CAF_TEST(serve prints one ready line and exits 0 on sigterm) {
   test::temp_dir dir;
-  test::serve_process node{{"--json", "--log-level", "info"},
-                           dir.at("log")};
+  test::serve_process node{{"--json", "--log-level", "info"}, dir.at("log")};
   auto j = nlohmann::json::parse(node.ready);
   CAF_CHECK_EQUAL(j["type"], "listening");
   CAF_CHECK_EQUAL(j["address"], "127.0.0.1");
@@ -68,8 +67,8 @@ CAF_TEST(serve prints one ready line and exits 0 on sigterm) {
   auto s = cli({"--node", node.address, "--json", "session", "create"});
   CAF_REQUIRE_EQUAL(s.status, 0);
   auto id = json_lines(s.out).at(0)["id"].get<std::string>();
-  auto bg = spawn_capture({SANDBOX_CLI, "--node", node.address, "--session",
-                           id, "run", "sleep 300 >/dev/null &"});
+  auto bg = spawn_capture({SANDBOX_CLI, "--node", node.address, "--session", id,
+                           "run", "sleep 300 >/dev/null &"});
   CAF_CHECK_EQUAL(bg.status, 0);
   CAF_CHECK_EQUAL(node.stop(SIGTERM), 0);
   auto log = test::slurp_file(dir.at("log"));
@@ -123,8 +122,8 @@ CAF_TEST(new sessions go to the node with the fewest running children) {
   SANDBOX_REQUIRE_OK(p);
   auto dead = dead_address();
   // A node that does not answer is skipped.
-  std::vector<std::string> nodes{"--node", dead, "--node", a.address,
-                                 "--node", b.address};
+  std::vector<std::string> nodes{"--node",  dead,     "--node",
+                                 a.address, "--node", b.address};
   auto args = nodes;
   args.insert(args.end(), {"--json", "session", "create"});
   auto first = cli(args);
@@ -133,12 +132,11 @@ CAF_TEST(new sessions go to the node with the fewest running children) {
   CAF_CHECK_EQUAL(made["node"], b.address);
   // Every command works across the nodes: run finds the session's node.
   args = nodes;
-  args.insert(args.end(), {"--session", made["id"].get<std::string>(), "run",
-                           "pwd"});
+  args.insert(args.end(),
+              {"--session", made["id"].get<std::string>(), "run", "pwd"});
   auto pwd = cli(args);
   CAF_CHECK_EQUAL(pwd.status, 0);
-  CAF_CHECK_EQUAL(pwd.out, made["working_directory"].get<std::string>()
-                             + "\n");
+  CAF_CHECK_EQUAL(pwd.out, made["working_directory"].get<std::string>() + "\n");
   // The list across nodes says which node holds each session.
   args = nodes;
   args.insert(args.end(), {"--json", "session", "list"});

@@ -161,10 +161,10 @@ struct client {
     auto text = "node 127.0.0.1:" + std::to_string(port) + ": "
                 + describe_handshake_failure("127.0.0.1", port,
                                              tls_cfg.enabled(), res.error());
-    CAF_MESSAGE("refused after "
-                << std::chrono::duration_cast<std::chrono::milliseconds>(took)
-                     .count()
-                << " ms: " << text);
+    CAF_MESSAGE(
+      "refused after "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms: " << text);
     CAF_CHECK_NOT_EQUAL(res.error(), caf::sec::request_timeout);
     return text;
   }
@@ -236,7 +236,8 @@ CAF_TEST(validate names a file it cannot read and why) {
   auto cfg = node_tls();
   cfg.certificate_file = dir.at("missing.pem");
   auto msg = refusal(cfg);
-  CAF_CHECK(contains(msg, "cannot read the TLS certificate " + dir.at("missing.pem")
+  CAF_CHECK(contains(msg, "cannot read the TLS certificate "
+                            + dir.at("missing.pem")
                             + " (--tls-cert): No such file or directory"));
   cfg = node_tls();
   cfg.ca_file = dir.path;
@@ -258,15 +259,17 @@ CAF_TEST(validate refuses files that are not the PEM they should be) {
   auto junk = files.write("junk.pem", "not a certificate\n");
   auto cfg = node_tls();
   cfg.certificate_file = junk;
-  CAF_CHECK(contains(refusal(cfg), "the TLS certificate " + junk
-                                     + " (--tls-cert) holds no PEM certificate"));
+  CAF_CHECK(
+    contains(refusal(cfg), "the TLS certificate " + junk
+                             + " (--tls-cert) holds no PEM certificate"));
   // A key where the certificate should be.
   cfg.certificate_file = files.node_key;
   CAF_CHECK(contains(refusal(cfg), "holds no PEM certificate"));
   cfg = node_tls();
   cfg.key_file = junk;
-  CAF_CHECK(contains(refusal(cfg), "the TLS key " + junk
-                                     + " (--tls-key) holds no PEM private key"));
+  CAF_CHECK(
+    contains(refusal(cfg),
+             "the TLS key " + junk + " (--tls-key) holds no PEM private key"));
   // A certificate where the key should be.
   cfg.key_file = files.node_cert;
   CAF_CHECK(contains(refusal(cfg), "holds no PEM private key"));
@@ -316,8 +319,7 @@ CAF_TEST(validate refuses what OpenSSL would refuse at the first connection) {
   // find out when a peer connects.
   files.run("openssl req -x509 -newkey rsa:1024 -nodes -days 1"
             " -subj /CN=weak -keyout weak.key -out weak.pem");
-  tls_config cfg{files.dir.at("weak.pem"), files.dir.at("weak.key"),
-                 files.ca};
+  tls_config cfg{files.dir.at("weak.pem"), files.dir.at("weak.key"), files.ca};
   CAF_CHECK(contains(refusal(cfg), "OpenSSL refuses the TLS certificate "
                                      + files.dir.at("weak.pem")));
 }
@@ -349,8 +351,8 @@ CAF_TEST(clients without a certificate the node trusts are refused) {
   }
   // A certificate signed by another CA.
   {
-    client stranger{{files.other_client_cert, files.other_client_key,
-                     files.ca}};
+    client stranger{
+      {files.other_client_cert, files.other_client_key, files.ca}};
     auto msg = stranger.refused(srv.port);
     // The reason comes from the node's alert, when the client reads it
     // before the node's close resets the connection.
@@ -380,8 +382,8 @@ CAF_TEST(clients without a certificate the node trusts are refused) {
 
 CAF_TEST(a client refuses a node whose certificate its CA did not sign) {
   published_node srv{dir, node_tls()};
-  client wary{{files.other_client_cert, files.other_client_key,
-               files.other_ca}};
+  client wary{
+    {files.other_client_cert, files.other_client_key, files.other_ca}};
   auto msg = wary.refused(srv.port);
   CAF_CHECK(contains(msg, "TLS handshake failed: the node's certificate did "
                           "not verify against --tls-ca: "));

@@ -43,15 +43,15 @@ CAF_TEST(code refuses an invalid language name as the CLI does) {
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->is_error);
   CAF_CHECK_EQUAL(r->text, "invalid language: \"py thon\"");
-  CAF_CHECK_EQUAL(r->structured, json({{"error", "invalid_argument"},
-                                       {"message", r->text}}));
+  CAF_CHECK_EQUAL(r->structured,
+                  json({{"error", "invalid_argument"}, {"message", r->text}}));
 }
 
 CAF_TEST(code with a missing interpreter exits 127 and says so) {
   auto s = make_session();
   toolbox tb{s};
-  auto r = tb.call("code", {{"language", "no-such-interpreter"},
-                            {"code", "x"}});
+  auto r = tb.call("code",
+                   {{"language", "no-such-interpreter"}, {"code", "x"}});
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(!r->is_error);
   CAF_CHECK_EQUAL(r->structured["exit_code"], 127);
@@ -62,9 +62,8 @@ CAF_TEST(code with a missing interpreter exits 127 and says so) {
 CAF_TEST(code honours its timeout) {
   auto s = make_session();
   toolbox tb{s};
-  auto r = tb.call("code", {{"language", "sh"},
-                            {"code", "sleep 30"},
-                            {"timeout", 0.2}});
+  auto r = tb.call(
+    "code", {{"language", "sh"}, {"code", "sleep 30"}, {"timeout", 0.2}});
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->structured["exit_reason"], "timeout");
   CAF_CHECK_EQUAL(r->text, "[exit code 124: timed out after 0.2 s]\n");

@@ -114,8 +114,9 @@ CAF_TEST(a relative path is refused with the absolute one suggested) {
 
 CAF_TEST(a path with a dot dot segment is refused) {
   CAF_CHECK_EQUAL(failure(create(work + "/a/../b", "x"), "invalid_path"),
-                  "The path " + work + "/a/../b has a `..` segment: give the "
-                  "absolute path without `..`.");
+                  "The path " + work
+                    + "/a/../b has a `..` segment: give the "
+                      "absolute path without `..`.");
   CAF_CHECK(!exists(work + "/b"));
   CAF_CHECK_EQUAL(failure(view("/.."), "invalid_path"),
                   "The path /.. has a `..` segment: give the absolute path "
@@ -134,29 +135,24 @@ CAF_TEST(each command takes its own parameters only) {
                           "missing_parameter"),
                   "Parameter `old_str` is required for command "
                   "`str_replace`.");
-  CAF_CHECK_EQUAL(failure({{"command", "insert"},
-                           {"path", p},
-                           {"new_str", "y"}},
-                          "missing_parameter"),
-                  "Parameter `insert_line` is required for command "
-                  "`insert`.");
-  CAF_CHECK_EQUAL(failure({{"command", "insert"},
-                           {"path", p},
-                           {"insert_line", 0}},
-                          "missing_parameter"),
-                  "Parameter `new_str` is required for command `insert`.");
-  CAF_CHECK_EQUAL(failure({{"command", "view"},
-                           {"path", p},
-                           {"old_str", "x"}},
+  CAF_CHECK_EQUAL(
+    failure({{"command", "insert"}, {"path", p}, {"new_str", "y"}},
+            "missing_parameter"),
+    "Parameter `insert_line` is required for command "
+    "`insert`.");
+  CAF_CHECK_EQUAL(
+    failure({{"command", "insert"}, {"path", p}, {"insert_line", 0}},
+            "missing_parameter"),
+    "Parameter `new_str` is required for command `insert`.");
+  CAF_CHECK_EQUAL(failure({{"command", "view"}, {"path", p}, {"old_str", "x"}},
                           "invalid_parameter"),
                   "Parameter `old_str` is not used by command `view` (it "
                   "takes path, view_range (optional)).");
-  CAF_CHECK_EQUAL(failure({{"command", "undo_edit"},
-                           {"path", p},
-                           {"file_text", "x"}},
-                          "invalid_parameter"),
-                  "Parameter `file_text` is not used by command `undo_edit` "
-                  "(it takes path).");
+  CAF_CHECK_EQUAL(
+    failure({{"command", "undo_edit"}, {"path", p}, {"file_text", "x"}},
+            "invalid_parameter"),
+    "Parameter `file_text` is not used by command `undo_edit` "
+    "(it takes path).");
   CAF_CHECK_EQUAL(slurp(p), "x\n");
 }
 
@@ -198,21 +194,26 @@ CAF_TEST(a view_range out of range is a clear error) {
   put(p, "one\ntwo\nthree\n");
   CAF_CHECK_EQUAL(failure(view(p, 2, 9), "out_of_range"),
                   "Invalid view_range [2, 9]: the last line 9 is past the "
-                  "end; " + p + " has 3 lines (use -1 for the end of the "
-                  "file).");
+                  "end; "
+                    + p
+                    + " has 3 lines (use -1 for the end of the "
+                      "file).");
   CAF_CHECK_EQUAL(failure(view(p, 4, -1), "out_of_range"),
                   "Invalid view_range [4, -1]: the first line 4 is out of "
-                  "range; " + p + " has 3 lines.");
+                  "range; "
+                    + p + " has 3 lines.");
   CAF_CHECK_EQUAL(failure(view(p, 0, 2), "out_of_range"),
                   "Invalid view_range [0, 2]: the first line 0 is out of "
-                  "range; " + p + " has 3 lines.");
+                  "range; "
+                    + p + " has 3 lines.");
   CAF_CHECK_EQUAL(failure(view(p, 3, 2), "out_of_range"),
                   "Invalid view_range [3, 2]: the last line 2 is before the "
                   "first line 3 (use -1 for the end of the file).");
   put(p, "");
   CAF_CHECK_EQUAL(failure(view(p, 1, -1), "out_of_range"),
                   "Invalid view_range [1, -1]: the first line 1 is out of "
-                  "range; " + p + " is empty (0 lines).");
+                  "range; "
+                    + p + " is empty (0 lines).");
 }
 
 CAF_TEST(view of an empty file says so) {
@@ -241,16 +242,16 @@ CAF_TEST(view of a directory lists two levels without hidden entries) {
   auto r = edit(view(work));
   CAF_CHECK(!r.is_error);
   CAF_CHECK_EQUAL(r.text, "Here are the files and directories up to 2 levels "
-                          "below " + work + ", hidden entries excluded:\n"
-                            + work + "/\n" + work + "/README\n" + work
+                          "below "
+                            + work + ", hidden entries excluded:\n" + work
+                            + "/\n" + work + "/README\n" + work
                             + "/link (symlink)\n" + work + "/src/\n" + work
                             + "/src/deep/\n" + work + "/src/main.c\n");
   CAF_CHECK_EQUAL(r.structured["kind"], "directory");
   CAF_CHECK_EQUAL(r.structured["total_entries"], 5);
-  CAF_CHECK_EQUAL(r.structured["entries"][0],
-                  json({{"path", work + "/README"},
-                        {"kind", "file"},
-                        {"size", 0}}));
+  CAF_CHECK_EQUAL(
+    r.structured["entries"][0],
+    json({{"path", work + "/README"}, {"kind", "file"}, {"size", 0}}));
   // A symlink to a directory is viewed as that directory.
   auto l = edit(view(work + "/link"));
   CAF_CHECK_EQUAL(l.structured["kind"], "directory");
@@ -260,7 +261,8 @@ CAF_TEST(view of a directory lists two levels without hidden entries) {
 CAF_TEST(view_range is refused for a directory) {
   CAF_CHECK_EQUAL(failure(view(work, 1, 2), "invalid_parameter"),
                   "Parameter `view_range` is not allowed when path is a "
-                  "directory: " + work + " is a directory.");
+                  "directory: "
+                    + work + " is a directory.");
 }
 
 CAF_TEST(a long view is cut at a line end and says how to see the rest) {
@@ -288,8 +290,11 @@ CAF_TEST(a long directory view is cut and says how many entries are left) {
   auto r = small.call("file_editor", view(work));
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->text, "Here are the files and directories up to 2 "
-                           "levels below " + work + ", hidden entries "
-                           "excluded:\n" + work + "/\n" + work + "/a\n" + work
+                           "levels below "
+                             + work
+                             + ", hidden entries "
+                               "excluded:\n"
+                             + work + "/\n" + work + "/a\n" + work
                              + "/b\n[2 more entries not shown: view a "
                                "subdirectory or use the shell tool]\n");
   CAF_CHECK_EQUAL(r->structured["truncated"], true);
@@ -301,15 +306,17 @@ CAF_TEST(a long directory view is cut and says how many entries are left) {
 CAF_TEST(binary files are refused for viewing and editing) {
   auto p = work + "/blob";
   put(p, std::string{"ab\0cd\n", 6});
-  auto nul = p + " is a binary file (NUL byte at offset 2): file_editor views "
-                 "and edits text files only; use the shell tool for it.";
+  auto nul = p
+             + " is a binary file (NUL byte at offset 2): file_editor views "
+               "and edits text files only; use the shell tool for it.";
   CAF_CHECK_EQUAL(failure(view(p), "binary_file"), nul);
   CAF_CHECK_EQUAL(failure(replace(p, "ab", "x"), "binary_file"), nul);
   CAF_CHECK_EQUAL(failure(insert(p, 0, "x"), "binary_file"), nul);
   auto q = work + "/latin1";
   put(q, "caf\xE9\n");
   CAF_CHECK_EQUAL(failure(replace(q, "caf", "x"), "binary_file"),
-                  q + " is a binary file (invalid UTF-8 at offset 3): "
+                  q
+                    + " is a binary file (invalid UTF-8 at offset 3): "
                       "file_editor views and edits text files only; use the "
                       "shell tool for it.");
   CAF_CHECK_EQUAL(slurp(p), std::string("ab\0cd\n", 6));
@@ -335,7 +342,8 @@ CAF_TEST(files over the size limit are refused) {
   auto r = small.call("file_editor", view(p));
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->is_error);
-  CAF_CHECK_EQUAL(r->text, p + " is 13 bytes, over file_editor's limit of 10 "
+  CAF_CHECK_EQUAL(r->text, p
+                             + " is 13 bytes, over file_editor's limit of 10 "
                                "bytes: use the shell tool to work on it "
                                "(head, sed -n, ...).");
 }
@@ -344,12 +352,12 @@ CAF_TEST(a symlink is viewed but not edited) {
   auto p = work + "/target.txt";
   put(p, "x\n");
   CAF_REQUIRE_EQUAL(s.execute("ln -s target.txt link.txt")->exit_code, 0);
-  CAF_CHECK_EQUAL(edit(view(work + "/link.txt")).structured["content"],
-                  "x\n");
+  CAF_CHECK_EQUAL(edit(view(work + "/link.txt")).structured["content"], "x\n");
   CAF_CHECK_EQUAL(failure(replace(work + "/link.txt", "x", "y"),
                           "not_a_regular_file"),
-                  work + "/link.txt is a symbolic link: file_editor edits "
-                         "regular files; give the path of its target.");
+                  work
+                    + "/link.txt is a symbolic link: file_editor edits "
+                      "regular files; give the path of its target.");
   CAF_CHECK_EQUAL(slurp(p), "x\n");
 }
 
@@ -361,12 +369,11 @@ CAF_TEST(create makes parents and answers a numbered snippet) {
   CAF_CHECK(!r.is_error);
   CAF_CHECK_EQUAL(r.text, "File created successfully at " + p
                             + " (2 lines, 18 bytes). Here's the result of "
-                              "running `cat -n` on a snippet of " + p
-                            + ":\n     1\tprint(1)\n     2\tprint(2)\n");
-  CAF_CHECK_EQUAL(r.structured, json({{"command", "create"},
-                                      {"path", p},
-                                      {"lines", 2},
-                                      {"bytes", 18}}));
+                              "running `cat -n` on a snippet of "
+                            + p + ":\n     1\tprint(1)\n     2\tprint(2)\n");
+  CAF_CHECK_EQUAL(
+    r.structured,
+    json({{"command", "create"}, {"path", p}, {"lines", 2}, {"bytes", 18}}));
   CAF_CHECK_EQUAL(slurp(p), "print(1)\nprint(2)\n");
 }
 
@@ -384,17 +391,18 @@ CAF_TEST(a snippet of a long change shows the ends of the changed lines) {
     tail += fmt::format("{:>6}\t{}\n", i, i);
   CAF_CHECK_EQUAL(r.text, "File created successfully at " + p
                             + " (100 lines, 292 bytes). Here's the result of "
-                              "running `cat -n` on a snippet of " + p + ":\n"
-                            + head + "   ...\t[68 changed lines not shown]\n"
-                            + tail);
+                              "running `cat -n` on a snippet of "
+                            + p + ":\n" + head
+                            + "   ...\t[68 changed lines not shown]\n" + tail);
 }
 
 CAF_TEST(create refuses to overwrite an existing file or directory) {
   auto p = work + "/f.txt";
   put(p, "keep\n");
   CAF_CHECK_EQUAL(failure(create(p, "new\n"), "file_exists"),
-                  "File already exists at " + p + ": create never "
-                  "overwrites; use str_replace or insert to change it.");
+                  "File already exists at " + p
+                    + ": create never "
+                      "overwrites; use str_replace or insert to change it.");
   CAF_CHECK_EQUAL(slurp(p), "keep\n");
   CAF_CHECK_EQUAL(failure(create(work, "new\n"), "file_exists"),
                   "A directory or other non-regular file already exists at "
@@ -409,11 +417,14 @@ CAF_TEST(str_replace replaces the one occurrence and shows a snippet) {
   auto r = edit(replace(p, "6\n7\n", "six\n"));
   CAF_CHECK(!r.is_error);
   CAF_CHECK_EQUAL(slurp(p), "1\n2\n3\n4\n5\nsix\n8\n9\n10\n11\n12\n");
-  CAF_CHECK_EQUAL(r.text, "The file " + p + " has been edited. Here's the "
-                          "result of running `cat -n` on a snippet of " + p
+  CAF_CHECK_EQUAL(r.text, "The file " + p
+                            + " has been edited. Here's the "
+                              "result of running `cat -n` on a snippet of "
+                            + p
                             + ":\n     2\t2\n     3\t3\n     4\t4\n     5\t5\n"
                               "     6\tsix\n     7\t8\n     8\t9\n     9\t10\n"
-                              "    10\t11\n" + review);
+                              "    10\t11\n"
+                            + review);
   CAF_CHECK_EQUAL(r.structured, json({{"command", "str_replace"},
                                       {"path", p},
                                       {"first_line", 6},
@@ -423,10 +434,9 @@ CAF_TEST(str_replace replaces the one occurrence and shows a snippet) {
 CAF_TEST(str_replace without new_str deletes old_str) {
   auto p = work + "/f.txt";
   put(p, "keep drop keep\n");
-  CAF_CHECK(!edit({{"command", "str_replace"},
-                   {"path", p},
-                   {"old_str", " drop"}})
-               .is_error);
+  CAF_CHECK(
+    !edit({{"command", "str_replace"}, {"path", p}, {"old_str", " drop"}})
+       .is_error);
   CAF_CHECK_EQUAL(slurp(p), "keep keep\n");
 }
 
@@ -435,8 +445,10 @@ CAF_TEST(str_replace without a match changes nothing and says so) {
   put(p, "alpha\n");
   CAF_CHECK_EQUAL(failure(replace(p, "beta", "x"), "no_match"),
                   "No replacement was performed: old_str does not occur "
-                  "verbatim in " + p + " (match whitespace and indentation "
-                  "exactly).");
+                  "verbatim in "
+                    + p
+                    + " (match whitespace and indentation "
+                      "exactly).");
   CAF_CHECK_EQUAL(slurp(p), "alpha\n");
 }
 
@@ -444,15 +456,15 @@ CAF_TEST(str_replace with several matches says how many and on which lines) {
   auto p = work + "/f.txt";
   put(p, "x = 1\ny = 2\nx = 3\n");
   CAF_CHECK_EQUAL(failure(replace(p, "x =", "z ="), "multiple_matches"),
-                  "No replacement was performed: old_str occurs 2 times in "
-                    + p + ", on lines 1, 3. Include more surrounding lines "
-                    "in old_str to make it unique.");
+                  "No replacement was performed: old_str occurs 2 times in " + p
+                    + ", on lines 1, 3. Include more surrounding lines "
+                      "in old_str to make it unique.");
   put(p, "aaa\n");
   // Overlapping occurrences count, and one line is named once.
   CAF_CHECK_EQUAL(failure(replace(p, "aa", "b"), "multiple_matches"),
-                  "No replacement was performed: old_str occurs 2 times in "
-                    + p + ", on line 1. Include more surrounding lines in "
-                    "old_str to make it unique.");
+                  "No replacement was performed: old_str occurs 2 times in " + p
+                    + ", on line 1. Include more surrounding lines in "
+                      "old_str to make it unique.");
   CAF_CHECK_EQUAL(slurp(p), "aaa\n");
 }
 
@@ -473,15 +485,16 @@ CAF_TEST(an edit of a missing file is an error naming it) {
 
 // -- insert -------------------------------------------------------------------
 
-CAF_TEST(insert goes after a 0-based line) {
+CAF_TEST(insert goes after a 0 - based line) {
   auto p = work + "/f.txt";
   put(p, "a\nb\n");
   auto top = edit(insert(p, 0, "first"));
   CAF_CHECK_EQUAL(slurp(p), "first\na\nb\n");
-  CAF_CHECK_EQUAL(top.text, "The file " + p + " has been edited: 1 line "
-                            "inserted after line 0. Here's the result of "
-                            "running `cat -n` on a snippet of " + p
-                              + ":\n     1\tfirst\n     2\ta\n     3\tb\n"
+  CAF_CHECK_EQUAL(top.text, "The file " + p
+                              + " has been edited: 1 line "
+                                "inserted after line 0. Here's the result of "
+                                "running `cat -n` on a snippet of "
+                              + p + ":\n     1\tfirst\n     2\ta\n     3\tb\n"
                               + review);
   CAF_CHECK_EQUAL(top.structured, json({{"command", "insert"},
                                         {"path", p},
@@ -511,9 +524,10 @@ CAF_TEST(insert past the end is a clear error) {
   auto p = work + "/f.txt";
   put(p, "a\nb\n");
   CAF_CHECK_EQUAL(failure(insert(p, 3, "x"), "out_of_range"),
-                  "Invalid insert_line 3: " + p + " has 2 lines; give 0 to "
-                  "insert at the top, up to 2 to insert after the last "
-                  "line.");
+                  "Invalid insert_line 3: " + p
+                    + " has 2 lines; give 0 to "
+                      "insert at the top, up to 2 to insert after the last "
+                      "line.");
   CAF_CHECK_EQUAL(slurp(p), "a\nb\n");
 }
 
@@ -527,9 +541,11 @@ CAF_TEST(undo_edit steps back through the edits of a file) {
   CAF_CHECK_EQUAL(slurp(p), "v2\nv3\n");
   auto r = edit(undo(p));
   CAF_CHECK_EQUAL(slurp(p), "v2\n");
-  CAF_CHECK_EQUAL(r.text, "Last edit of " + p + " undone (2 earlier edits can "
-                          "still be undone). Here's the result of running "
-                          "`cat -n` on a snippet of " + p + ":\n     1\tv2\n");
+  CAF_CHECK_EQUAL(r.text, "Last edit of " + p
+                            + " undone (2 earlier edits can "
+                              "still be undone). Here's the result of running "
+                              "`cat -n` on a snippet of "
+                            + p + ":\n     1\tv2\n");
   CAF_CHECK_EQUAL(r.structured, json({{"command", "undo_edit"},
                                       {"path", p},
                                       {"restored", "content"},
@@ -539,13 +555,15 @@ CAF_TEST(undo_edit steps back through the edits of a file) {
   CAF_CHECK_EQUAL(edit(undo(p)).structured["remaining_undos"], 1);
   CAF_CHECK_EQUAL(slurp(p), "v1\n");
   auto gone = edit(undo(p));
-  CAF_CHECK_EQUAL(gone.text, "Last edit of " + p + " undone: file_editor had "
-                             "created it, so it was removed.\n");
+  CAF_CHECK_EQUAL(gone.text, "Last edit of " + p
+                               + " undone: file_editor had "
+                                 "created it, so it was removed.\n");
   CAF_CHECK_EQUAL(gone.structured["restored"], "removed");
   CAF_CHECK(!exists(p));
   CAF_CHECK_EQUAL(failure(undo(p), "nothing_to_undo"),
-                  "No edit of " + p + " to undo: undo_edit reverts the edits "
-                  "file_editor made to this file in this session.");
+                  "No edit of " + p
+                    + " to undo: undo_edit reverts the edits "
+                      "file_editor made to this file in this session.");
 }
 
 CAF_TEST(undo_edit keeps the last max_undo edits of a file) {
@@ -592,11 +610,11 @@ CAF_TEST(undo_edit never discards a change made by someone else) {
   put(p, "mine\n");
   edit(replace(p, "mine", "edited"));
   // Another program rewrites the file (a new inode, as editors save).
-  CAF_REQUIRE_EQUAL(s.execute("echo theirs > f.tmp && mv f.tmp f.txt")
-                      ->exit_code,
-                    0);
+  CAF_REQUIRE_EQUAL(
+    s.execute("echo theirs > f.tmp && mv f.tmp f.txt")->exit_code, 0);
   CAF_CHECK_EQUAL(failure(undo(p), "conflict"),
-                  p + " changed since file_editor's last edit of it "
+                  p
+                    + " changed since file_editor's last edit of it "
                       "(another program or a shell command wrote it); "
                       "undo_edit would discard that change, so nothing was "
                       "undone.");

@@ -51,9 +51,8 @@ CAF_TEST(unknown members are named with the known ones) {
   CAF_CHECK_EQUAL(refused("shell", {{"command", "true"}, {"cmd", "x"}}),
                   "shell: unknown member \"cmd\" (members: command, cwd, "
                   "env, timeout)");
-  CAF_CHECK_EQUAL(refused("code", {{"code", "x"},
-                                   {"language", "sh"},
-                                   {"cwd", "/"}}),
+  CAF_CHECK_EQUAL(refused("code",
+                          {{"code", "x"}, {"language", "sh"}, {"cwd", "/"}}),
                   "code: unknown member \"cwd\" (members: code, language, "
                   "timeout)");
   CAF_CHECK_EQUAL(refused("file_editor",
@@ -72,31 +71,30 @@ CAF_TEST(wrong types are named with the value given) {
                   "shell: \"cwd\" must be a string, got null");
   CAF_CHECK_EQUAL(refused("shell", {{"command", "x"}, {"env", {1, 2}}}),
                   "shell: \"env\" must be an object, got [1,2]");
-  CAF_CHECK_EQUAL(refused("shell",
-                          {{"command", "x"}, {"env", {{"A", true}}}}),
+  CAF_CHECK_EQUAL(refused("shell", {{"command", "x"}, {"env", {{"A", true}}}}),
                   "shell: \"env.A\" must be a string, got true");
   CAF_CHECK_EQUAL(refused("code", {{"code", {{"a", 1}}}, {"language", "sh"}}),
                   "code: \"code\" must be a string, got {\"a\":1}");
-  CAF_CHECK_EQUAL(refused("file_editor", {{"command", "view"},
-                                          {"path", "/"},
-                                          {"view_range", "1-2"}}),
-                  "file_editor: \"view_range\" must be an array, got "
-                  "\"1-2\"");
-  CAF_CHECK_EQUAL(refused("file_editor", {{"command", "view"},
-                                          {"path", "/"},
-                                          {"view_range", {1, 2.5}}}),
-                  "file_editor: \"view_range[1]\" must be an integer, got "
-                  "2.5");
+  CAF_CHECK_EQUAL(
+    refused("file_editor",
+            {{"command", "view"}, {"path", "/"}, {"view_range", "1-2"}}),
+    "file_editor: \"view_range\" must be an array, got "
+    "\"1-2\"");
+  CAF_CHECK_EQUAL(
+    refused("file_editor",
+            {{"command", "view"}, {"path", "/"}, {"view_range", {1, 2.5}}}),
+    "file_editor: \"view_range[1]\" must be an integer, got "
+    "2.5");
   CAF_CHECK_EQUAL(refused("file_editor", {{"command", "insert"},
                                           {"path", "/f"},
                                           {"insert_line", "3"},
                                           {"new_str", "x"}}),
                   "file_editor: \"insert_line\" must be an integer, got "
                   "\"3\"");
-  CAF_CHECK_EQUAL(refused("file_editor", {{"command", "create"},
-                                          {"path", "/f"},
-                                          {"file_text", false}}),
-                  "file_editor: \"file_text\" must be a string, got false");
+  CAF_CHECK_EQUAL(
+    refused("file_editor",
+            {{"command", "create"}, {"path", "/f"}, {"file_text", false}}),
+    "file_editor: \"file_text\" must be a string, got false");
 }
 
 CAF_TEST(arguments must be an object) {
@@ -109,11 +107,10 @@ CAF_TEST(arguments must be an object) {
 CAF_TEST(ranges enums and item counts are named) {
   CAF_CHECK_EQUAL(refused("shell", {{"command", "x"}, {"timeout", -1}}),
                   "shell: \"timeout\" must be from 0 to 1000000000, got -1");
-  CAF_CHECK_EQUAL(refused("code", {{"code", "x"},
-                                   {"language", "sh"},
-                                   {"timeout", 1e12}}),
-                  "code: \"timeout\" must be from 0 to 1000000000, got "
-                  "1000000000000.0");
+  CAF_CHECK_EQUAL(
+    refused("code", {{"code", "x"}, {"language", "sh"}, {"timeout", 1e12}}),
+    "code: \"timeout\" must be from 0 to 1000000000, got "
+    "1000000000000.0");
   CAF_CHECK_EQUAL(refused("file_editor", {{"command", "insert"},
                                           {"path", "/f"},
                                           {"insert_line", -1},
@@ -123,15 +120,15 @@ CAF_TEST(ranges enums and item counts are named) {
                   "file_editor: \"command\" must be one of \"view\", "
                   "\"create\", \"str_replace\", \"insert\", \"undo_edit\"; "
                   "got \"edit\"");
-  CAF_CHECK_EQUAL(refused("file_editor", {{"command", "view"},
-                                          {"path", "/"},
-                                          {"view_range", {1}}}),
-                  "file_editor: \"view_range\" must have 2 items, got [1]");
-  CAF_CHECK_EQUAL(refused("file_editor", {{"command", "view"},
-                                          {"path", "/"},
-                                          {"view_range", {1, 2, 3}}}),
-                  "file_editor: \"view_range\" must have 2 items, got "
-                  "[1,2,3]");
+  CAF_CHECK_EQUAL(
+    refused("file_editor",
+            {{"command", "view"}, {"path", "/"}, {"view_range", {1}}}),
+    "file_editor: \"view_range\" must have 2 items, got [1]");
+  CAF_CHECK_EQUAL(
+    refused("file_editor",
+            {{"command", "view"}, {"path", "/"}, {"view_range", {1, 2, 3}}}),
+    "file_editor: \"view_range\" must have 2 items, got "
+    "[1,2,3]");
 }
 
 CAF_TEST(a refused call runs nothing) {

@@ -40,8 +40,7 @@ CAF_TEST(the tools come in a fixed order with descriptions and schemas) {
   CAF_CHECK_EQUAL(tools[0].input_schema["required"], json({"command"}));
   CAF_CHECK_EQUAL(tools[1].input_schema["required"],
                   json({"code", "language"}));
-  CAF_CHECK_EQUAL(tools[2].input_schema["required"],
-                  json({"command", "path"}));
+  CAF_CHECK_EQUAL(tools[2].input_schema["required"], json({"command", "path"}));
 }
 
 CAF_TEST(shell answers stdout stderr and the exit code) {
@@ -123,12 +122,13 @@ CAF_TEST(shell keeps head and tail of a long output and states the cut) {
                               "are kept]\n"));
 }
 
-CAF_TEST(shell replaces invalid UTF-8 of the output) {
+CAF_TEST(shell replaces invalid UTF - 8 of the output) {
   auto s = make_session();
   toolbox tb{s};
   auto r = tb.call("shell", {{"command", "printf 'a\\377b'"}});
   SANDBOX_REQUIRE_OK(r);
-  CAF_CHECK_EQUAL(r->structured["stdout"], "a\xEF\xBF\xBD" "b");
+  CAF_CHECK_EQUAL(r->structured["stdout"], "a\xEF\xBF\xBD"
+                                           "b");
   // Dumping must not throw.
   CAF_CHECK(contains(r->structured.dump(), "a"));
 }
@@ -173,8 +173,8 @@ CAF_TEST(two shell calls run at the same time) {
   // Each command blocks until the other one opened the FIFO: both end only
   // when they run concurrently (the timeout bounds a failure).
   auto writer = std::async(std::launch::async, [&] {
-    return tb.call("shell", {{"command", "echo through > pipe"},
-                             {"timeout", 30}});
+    return tb.call("shell",
+                   {{"command", "echo through > pipe"}, {"timeout", 30}});
   });
   auto reader = tb.call("shell", {{"command", "cat pipe"}, {"timeout", 30}});
   auto written = writer.get();
@@ -228,8 +228,7 @@ CAF_TEST(after the session stopped every tool fails with session_stopped) {
   auto code = tb.call("code", {{"code", "1"}, {"language", "python3"}});
   SANDBOX_REQUIRE_OK(code);
   CAF_CHECK_EQUAL(code->structured["error"], "session_stopped");
-  auto view = tb.call("file_editor",
-                      {{"command", "view"}, {"path", dir.path}});
+  auto view = tb.call("file_editor", {{"command", "view"}, {"path", dir.path}});
   SANDBOX_REQUIRE_OK(view);
   CAF_CHECK(view->is_error);
   CAF_CHECK_EQUAL(view->structured["error"], "session_stopped");
@@ -247,19 +246,19 @@ CAF_TEST(tool calls leave no descriptor and no process behind) {
   SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "view"},
                                              {"path", dir.path + "/work"}}));
   auto before = sandbox::test::plumbing_fds();
-  SANDBOX_REQUIRE_OK(tb.call("shell", {{"command", "echo x; sleep 30"},
-                                       {"timeout", 0.3}}));
-  SANDBOX_REQUIRE_OK(tb.call("code", {{"code", "print(1)"},
-                                      {"language", "python3"}}));
-  SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "create"},
-                                             {"path", file},
-                                             {"file_text", "a\n"}}));
+  SANDBOX_REQUIRE_OK(
+    tb.call("shell", {{"command", "echo x; sleep 30"}, {"timeout", 0.3}}));
+  SANDBOX_REQUIRE_OK(
+    tb.call("code", {{"code", "print(1)"}, {"language", "python3"}}));
+  SANDBOX_REQUIRE_OK(
+    tb.call("file_editor",
+            {{"command", "create"}, {"path", file}, {"file_text", "a\n"}}));
   SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "str_replace"},
                                              {"path", file},
                                              {"old_str", "a"},
                                              {"new_str", "b"}}));
-  SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "undo_edit"},
-                                             {"path", file}}));
+  SANDBOX_REQUIRE_OK(
+    tb.call("file_editor", {{"command", "undo_edit"}, {"path", file}}));
   CAF_CHECK_EQUAL(sandbox::test::plumbing_fds(), before);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }

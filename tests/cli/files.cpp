@@ -69,7 +69,8 @@ struct cli_files_fixture {
   /// Runs `[prefix] sandbox <args>` in `wd`; `args` is a shell fragment.
   run_result run(const std::string& args, const std::string& prefix = "") {
     auto cmd = "cd '" + wd + "' && TMPDIR='" + root + "/tmp' " + prefix + " "
-               + sandbox::test::cli_path() + " " + args + " 2>'" + root + "/err'";
+               + sandbox::test::cli_path() + " " + args + " 2>'" + root
+               + "/err'";
     auto shell = sandbox::test::run_shell(cmd);
     return {shell.status, std::move(shell.out), slurp(root + "/err")};
   }

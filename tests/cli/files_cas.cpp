@@ -252,9 +252,9 @@ CAF_TEST(a write killed with SIGKILL leaves the old file and no temporary) {
   CAF_CHECK(names_in(wd) == std::vector<std::string>{"target"});
   CAF_CHECK_EQUAL(slurp(target), "old");
   // The next write works and leaves nothing either.
-  auto again = sandbox::test::run_shell("cd '" + wd + "' && echo new | TMPDIR='"
-                                        + root + "/tmp' " + sandbox::test::cli_path()
-                                        + " write target");
+  auto again = sandbox::test::run_shell(
+    "cd '" + wd + "' && echo new | TMPDIR='" + root + "/tmp' "
+    + sandbox::test::cli_path() + " write target");
   CAF_CHECK_EQUAL(again.status, 0);
   CAF_CHECK_EQUAL(slurp(target), "new\n");
   CAF_CHECK(names_in(wd) == std::vector<std::string>{"target"});

@@ -61,7 +61,8 @@ struct live_cli {
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     if (!cwd.empty())
       posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-    if (::posix_spawn(&pid, sandbox::test::cli_path().c_str(), &fa, nullptr, argv.data(), environ)
+    if (::posix_spawn(&pid, sandbox::test::cli_path().c_str(), &fa, nullptr,
+                      argv.data(), environ)
         != 0)
       pid = -1;
     posix_spawn_file_actions_destroy(&fa);
@@ -127,8 +128,8 @@ struct fixture {
 
   /// Runs a shell fragment in the temp dir; `$S` is the CLI.
   cli_result sh(const std::string& script) {
-    return run_shell("cd '" + dir.path + "' && S='" + sandbox::test::cli_path() + "' && "
-                     + script);
+    return run_shell("cd '" + dir.path + "' && S='" + sandbox::test::cli_path()
+                     + "' && " + script);
   }
 };
 

@@ -36,7 +36,7 @@ CAF_TEST(info prints the version and the containment mode) {
   CAF_CHECK(r.out.find("kernel       Linux ") != std::string::npos);
 }
 
-CAF_TEST(info --json is one object with the same facts) {
+CAF_TEST(info-- json is one object with the same facts) {
   auto r = sandbox_cli("info --json");
   CAF_CHECK_EQUAL(r.status, 0);
   auto lines = json_lines(r.out);
@@ -60,18 +60,18 @@ CAF_TEST(info --json is one object with the same facts) {
 
 CAF_TEST(session stop names the mode its survivor count comes from) {
   sandbox::test::temp_dir dir;
-  auto created = sandbox_cli("--json session create --workdir '" + dir.path
-                             + "'");
+  auto created
+    = sandbox_cli("--json session create --workdir '" + dir.path + "'");
   CAF_REQUIRE_EQUAL(created.status, 0);
   if (!sandbox::test::remote_mode())
     return; // embedded, the session ended with that CLI
   auto id = json_lines(created.out).at(0)["id"].get<std::string>();
   auto stopped = sandbox_cli("session stop " + id);
   CAF_CHECK_EQUAL(stopped.status, 0);
-  CAF_CHECK(stopped.out.find("0 survivors (" + std::string{
-                               expected_mode() == "cgroup"
-                                 ? "cgroup"
-                                 : "process groups only"}
+  CAF_CHECK(stopped.out.find("0 survivors ("
+                             + std::string{expected_mode() == "cgroup"
+                                             ? "cgroup"
+                                             : "process groups only"}
                              + ")\n")
             != std::string::npos);
 }

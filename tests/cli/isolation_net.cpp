@@ -53,11 +53,11 @@ struct host_listener {
 
 CAF_TEST(allow net is only for commands that create a session) {
   temp_dir dir;
-  for (auto words : {"--session x run -- 'touch ran'", "session list",
-                     "session stop x"}) {
-    auto r = run_shell("cd '" + dir.path + "' && " SANDBOX_CLI
-                       " --allow-net 127.0.0.1:80 " + std::string{words}
-                       + " 2>&1");
+  for (auto words :
+       {"--session x run -- 'touch ran'", "session list", "session stop x"}) {
+    auto r = run_shell("cd '" + dir.path
+                       + "' && " SANDBOX_CLI " --allow-net 127.0.0.1:80 "
+                       + std::string{words} + " 2>&1");
     CAF_CHECK_EQUAL(r.status, 2);
     CAF_CHECK(has(r.out, "--allow-net sets the destinations"));
     CAF_CHECK(::access(dir.at("ran").c_str(), F_OK) != 0);
@@ -78,7 +78,8 @@ CAF_TEST(an invalid entry is refused naming it and no session is made) {
   }
   // A session that is not contained has the host's network already.
   auto r = sandbox_cli("--isolation none --allow-net 127.0.0.1:80 session "
-                       "create --workdir '" + dir.at("w") + "'",
+                       "create --workdir '"
+                         + dir.at("w") + "'",
                        true);
   CAF_CHECK_EQUAL(r.status, 1);
   CAF_CHECK(has(r.out, "applies to contained sessions only"));
@@ -118,9 +119,8 @@ CAF_TEST(a command reaches an allowed host server and no other port) {
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "pong\n");
   auto denied = sandbox_cli("--isolation contained --allow-net 127.0.0.1:"
-                            + std::to_string(allowed.port) + " run -- "
-                            + child + " fetch "
-                            + std::to_string(other.port));
+                            + std::to_string(allowed.port) + " run -- " + child
+                            + " fetch " + std::to_string(other.port));
   CAF_CHECK_EQUAL(denied.status, 1);
   CAF_CHECK_EQUAL(denied.out, "ECONNREFUSED\n");
 }

@@ -28,8 +28,8 @@ struct logged {
 /// Runs the CLI (embedded node) in `dir` with `args`, stderr to a file.
 logged run_cli(const temp_dir& dir, const std::string& args) {
   auto err = dir.at("stderr");
-  auto r = run_shell("cd '" + dir.path + "' && " SANDBOX_CLI " " + args
-                     + " 2>'" + err + "'");
+  auto r = run_shell("cd '" + dir.path + "' && " SANDBOX_CLI " " + args + " 2>'"
+                     + err + "'");
   return {r.status, r.out, slurp(err)};
 }
 

@@ -39,8 +39,7 @@ CAF_TEST(TLS files without a connection are a usage error) {
 CAF_TEST(serve takes no node or session) {
   for (auto flags : {"--node 127.0.0.1:1", "--session x"}) {
     auto r = run_shell("timeout -s KILL 30 " SANDBOX_CLI " serve --port 0 "
-                       + std::string{flags}
-                       + " 2>&1");
+                       + std::string{flags} + " 2>&1");
     CAF_CHECK_EQUAL(r.status, 2);
     CAF_CHECK(has(r.out, "is for clients of a node"));
     // Nothing listened.
@@ -59,10 +58,11 @@ CAF_TEST(the session subcommands take no session option) {
 
 CAF_TEST(isolation is only for commands that create a session) {
   temp_dir dir;
-  for (auto words : {"--session x run -- 'touch ran'", "session list",
-                     "session stop x"}) {
-    auto r = run_shell("cd '" + dir.path + "' && " SANDBOX_CLI
-                       " --isolation none " + std::string{words} + " 2>&1");
+  for (auto words :
+       {"--session x run -- 'touch ran'", "session list", "session stop x"}) {
+    auto r = run_shell("cd '" + dir.path
+                       + "' && " SANDBOX_CLI " --isolation none "
+                       + std::string{words} + " 2>&1");
     CAF_CHECK_EQUAL(r.status, 2);
     CAF_CHECK(has(r.out, "--isolation sets the isolation of the sessions"));
     CAF_CHECK(::access(dir.at("ran").c_str(), F_OK) != 0);
@@ -72,8 +72,8 @@ CAF_TEST(isolation is only for commands that create a session) {
 CAF_TEST(SANDBOX_ISOLATION stands for isolation where a session is made) {
   temp_dir dir;
   auto in_dir = [&](const std::string& env, const std::string& words) {
-    return run_shell("cd '" + dir.path + "' && env " + env + " " SANDBOX_CLI
-                     " " + words + " 2>&1");
+    return run_shell("cd '" + dir.path + "' && env " + env + " " SANDBOX_CLI " "
+                     + words + " 2>&1");
   };
   // --isolation wins over it.
   auto none = in_dir("SANDBOX_ISOLATION=contained",

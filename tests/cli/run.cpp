@@ -82,8 +82,7 @@ CAF_TEST(run json names what a contained session refused) {
     return sandbox::test::run_shell("cd '" + wd.path + "' && "
                                     + sandbox::test::cli_path() + " " + args);
   };
-  auto r = in_wd("--isolation contained run --json 'echo x > " + target
-                 + "'");
+  auto r = in_wd("--isolation contained run --json 'echo x > " + target + "'");
   CAF_CHECK_NOT_EQUAL(r.status, 0);
   auto lines = json_lines(r.out);
   CAF_REQUIRE(!lines.empty());

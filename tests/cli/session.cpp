@@ -25,9 +25,8 @@ CAF_TEST(S18 session create prints id directories and endpoint) {
   CAF_CHECK_EQUAL(j["children"], 0);
   // On a remote node the session persists until it is stopped.
   if (sandbox::test::remote_mode())
-    CAF_CHECK_EQUAL(sandbox_cli("session stop " + j["id"].get<std::string>())
-                      .status,
-                    0);
+    CAF_CHECK_EQUAL(
+      sandbox_cli("session stop " + j["id"].get<std::string>()).status, 0);
 }
 
 CAF_TEST(session create on a remote node persists until session stop) {
@@ -54,7 +53,8 @@ CAF_TEST(session create on a remote node persists until session stop) {
 
 CAF_TEST(D1 session create defaults to the current directory) {
   sandbox::test::temp_dir dir;
-  auto r = sandbox::test::run_shell("cd '" + dir.path + "' && " + sandbox::test::cli_path()
+  auto r = sandbox::test::run_shell("cd '" + dir.path + "' && "
+                                    + sandbox::test::cli_path()
                                     + " --json session create");
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);

@@ -93,10 +93,10 @@ CAF_TEST(clients the TLS node does not trust get one line and exit 1) {
   serve_process srv{node_tls(), log};
   auto node = "node " + srv.address + " is unreachable: ";
   // Another CA's certificate.
-  auto r = run(args{"--node", srv.address}
-               + tls_flags(files.other_client_cert, files.other_client_key,
-                           files.ca)
-               + args{"run", "--", "echo", "hi"});
+  auto r
+    = run(args{"--node", srv.address}
+          + tls_flags(files.other_client_cert, files.other_client_key, files.ca)
+          + args{"run", "--", "echo", "hi"});
   CAF_CHECK(r.exited);
   CAF_CHECK_EQUAL(r.status, 1);
   CAF_CHECK_EQUAL(r.out, "");
@@ -112,17 +112,19 @@ CAF_TEST(clients the TLS node does not trust get one line and exit 1) {
   CAF_CHECK(r.exited);
   CAF_CHECK_EQUAL(r.status, 1);
   CAF_CHECK_EQUAL(lines(r.err), 1u);
-  CAF_CHECK(contains(r.err, node + "the connection ended during the "
-                                   "handshake"));
+  CAF_CHECK(contains(r.err, node
+                              + "the connection ended during the "
+                                "handshake"));
   // A client that does not trust the node's CA refuses the node.
-  r = run(args{"--node", srv.address}
-          + tls_flags(files.other_client_cert, files.other_client_key,
-                      files.other_ca)
-          + args{"run", "--", "echo", "hi"});
+  r = run(
+    args{"--node", srv.address}
+    + tls_flags(files.other_client_cert, files.other_client_key, files.other_ca)
+    + args{"run", "--", "echo", "hi"});
   CAF_CHECK_EQUAL(r.status, 1);
-  CAF_CHECK(contains(r.err, node + "TLS handshake failed: the node's "
-                                   "certificate did not verify against "
-                                   "--tls-ca"));
+  CAF_CHECK(contains(r.err, node
+                              + "TLS handshake failed: the node's "
+                                "certificate did not verify against "
+                                "--tls-ca"));
   // The node still serves a valid client.
   r = run(args{"--node", srv.address} + client_tls()
           + args{"run", "--", "echo", "still"});
@@ -132,9 +134,8 @@ CAF_TEST(clients the TLS node does not trust get one line and exit 1) {
 
 CAF_TEST(serve refuses bad TLS files with one line and starts nothing) {
   auto base = args{"serve", "--port", "0"};
-  auto r = run(base
-               + tls_flags(files.dir.at("missing.pem"), files.node_key,
-                           files.ca));
+  auto r = run(
+    base + tls_flags(files.dir.at("missing.pem"), files.node_key, files.ca));
   check_refused_at_start(r, 1,
                          "cannot read the TLS certificate "
                            + files.dir.at("missing.pem")

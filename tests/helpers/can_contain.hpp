@@ -10,8 +10,8 @@ namespace sandbox::test {
 inline bool host_can_contain() {
   auto missing = sandbox::host_isolation().missing();
   if (!missing.empty())
-    CAF_MESSAGE("skipped: this host cannot give contained sessions: "
-                << missing);
+    CAF_MESSAGE(
+      "skipped: this host cannot give contained sessions: " << missing);
   return missing.empty();
 }
 

@@ -61,8 +61,7 @@ std::string comm(pid_t pid) {
 
 /// Live processes of execution `pgid` (its group, and whatever carries
 /// the session's marker `prefix`), and how many of them run `sleep`.
-std::vector<pid_t> members(pid_t pgid, const std::string& prefix,
-                           int& sleeps) {
+std::vector<pid_t> members(pid_t pgid, const std::string& prefix, int& sleeps) {
   tree_query q;
   q.groups = {pgid};
   q.marker_prefix = prefix;
@@ -84,8 +83,8 @@ int die_mode(const std::string& dir, bool reap_all, bool process_group,
   if (process_group)
     cfg.containment = containment_choice::process_group;
   embedded_node node{cfg};
-  std::printf("mode %s\n", std::string{to_string(node.rt()->containment())}
-                              .c_str());
+  std::printf("mode %s\n",
+              std::string{to_string(node.rt()->containment())}.c_str());
   if (auto* tree = node.rt()->cgroups())
     std::printf("cgroup %s\n", tree->process_root().c_str());
   std::vector<blocking_session> sessions;
@@ -189,9 +188,8 @@ void check_unchanged(const char* when, const host_state& s) {
   check(("sigchld-handler-kept-" + at).c_str(),
         s.chld_act.sa_handler == on_chld
           && (s.chld_act.sa_flags & SA_RESTART) != 0);
-  check(("mask-kept-" + at).c_str(),
-        sigismember(&s.mask, SIGCHLD) == 1
-          && sigismember(&s.mask, SIGPIPE) == 0);
+  check(("mask-kept-" + at).c_str(), sigismember(&s.mask, SIGCHLD) == 1
+                                       && sigismember(&s.mask, SIGPIPE) == 0);
   check(("no-subreaper-" + at).c_str(), s.subreaper == 0,
         "PR_GET_CHILD_SUBREAPER = " + std::to_string(s.subreaper));
 }

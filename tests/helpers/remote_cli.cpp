@@ -132,16 +132,16 @@ int main(int argc, char** argv) {
   sigset_t old_mask;
   ::sigprocmask(SIG_BLOCK, &interrupts, &old_mask);
   std::string out;
-  int created = capture({real, "--node", node, "session", "create",
-                         "--workdir", cwd, "--home", home, "--json"},
+  int created = capture({real, "--node", node, "session", "create", "--workdir",
+                         cwd, "--home", home, "--json"},
                         out);
   auto at = out.find("\"id\":\"");
   if (created != 0 || at == std::string::npos) {
     // The CLI's error went to its stdout (--json), captured here: say why.
     while (!out.empty() && out.back() == '\n')
       out.pop_back();
-    std::fprintf(stderr,
-                 "remote_cli: `session create` on node %s %s: %s\n", node,
+    std::fprintf(stderr, "remote_cli: `session create` on node %s %s: %s\n",
+                 node,
                  created < 0    ? "could not run"
                  : created == 0 ? "printed no session id"
                                 : ("exited " + std::to_string(created)).c_str(),

@@ -35,8 +35,8 @@ struct serve_process {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0)
       throw std::runtime_error("pipe failed");
-    std::vector<std::string> args{SANDBOX_CLI, "serve",      "--port", "0",
-                                  "--base-dir", dir.at("sessions")};
+    std::vector<std::string> args{
+      SANDBOX_CLI, "serve", "--port", "0", "--base-dir", dir.at("sessions")};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (auto& a : args)
@@ -50,8 +50,7 @@ struct serve_process {
         ::_exit(1);
       ::dup2(fds[1], 1);
       if (!log_path.empty()) {
-        int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                         0644);
+        int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (log >= 0)
           ::dup2(log, 2);
       }
@@ -69,8 +68,9 @@ struct serve_process {
     if (ready.rfind(prefix, 0) == 0)
       address = ready.substr(prefix.size());
     else if (ready.rfind("{", 0) == 0 && port_at != std::string::npos)
-      address = "127.0.0.1:" + std::to_string(std::stoul(ready.substr(
-                                 port_at + 7))); // with --json
+      address = "127.0.0.1:"
+                + std::to_string(
+                  std::stoul(ready.substr(port_at + 7))); // with --json
     else
       throw std::runtime_error("sandbox serve did not start: " + ready);
   }

@@ -22,7 +22,6 @@ using sandbox::cgroup_tree;
 using sandbox::errc;
 using sandbox::find_own_cgroup;
 
-
 #define SANDBOX_CHECK_OK(expr)                                                 \
   do {                                                                         \
     auto&& sandbox_checked = (expr);                                           \
@@ -128,10 +127,10 @@ CAF_TEST(a node tree lives below the own cgroup and goes with its owner) {
     return;
   auto root = tree->node_root();
   auto process = tree->process_root();
-  CAF_CHECK_EQUAL(process.rfind(tree->own() + "/sandbox-"
-                                  + std::to_string(::getpid()) + "-",
-                                0),
-                  0u);
+  CAF_CHECK_EQUAL(
+    process.rfind(tree->own() + "/sandbox-" + std::to_string(::getpid()) + "-",
+                  0),
+    0u);
   CAF_CHECK_EQUAL(root.rfind(process + "/n-", 0), 0u);
   auto exec = tree->make_execution("sid", 7);
   SANDBOX_REQUIRE_OK(exec);
@@ -221,9 +220,8 @@ CAF_TEST(exec and cwd failures are reported on both launch paths) {
     auto denied = sandbox::launch(spec);
     CAF_REQUIRE(!denied);
     CAF_CHECK(denied.error().code == errc::permission_denied);
-    CAF_CHECK_EQUAL(denied.error().message,
-                    std::string{"cannot start "} + path
-                      + ": Permission denied");
+    CAF_CHECK_EQUAL(denied.error().message, std::string{"cannot start "} + path
+                                              + ": Permission denied");
   }
   sandbox::force_clone_fallback(false);
 }

@@ -41,9 +41,9 @@ CAF_TEST(a protocol that is not a lowercase uri scheme is refused) {
   }
 }
 
-// Semantics §31 (errors are one line): the offending protocol is quoted with control
-// characters and non-ASCII bytes escaped, the same way as every other input
-// named in a message (code review #11: one quoting, `quote_for_message`).
+// Semantics §31 (errors are one line): the offending protocol is quoted with
+// control characters and non-ASCII bytes escaped, the same way as every other
+// input named in a message (code review #11: one quoting, `quote_for_message`).
 CAF_TEST(an invalid protocol is quoted on one printable line) {
   const std::string bad = "ws\n\"\\\x01\xff";
   auto url = port_endpoint(8080, bad);

@@ -69,7 +69,6 @@ struct fixture : temp_dir_fixture {
     CAF_CHECK(static_cast<bool>(ok_));                                         \
   } while (false)
 
-
 /// The error of `r`, for checks on its code and message.
 template <class T>
 sandbox::error error_of(const sandbox::result<T>& r) {
@@ -126,8 +125,7 @@ CAF_TEST(writes happen only below the writable directories) {
   CAF_CHECK_EQUAL(code_of(view->write_file("/w/up/o/new/deeper", "x", {})),
                   "permission_denied");
   CAF_CHECK(!exists(path("o/new")));
-  CAF_CHECK_EQUAL(code_of(view->remove_file("/w/to-o/f")),
-                  "permission_denied");
+  CAF_CHECK_EQUAL(code_of(view->remove_file("/w/to-o/f")), "permission_denied");
   CAF_CHECK(exists(path("o/f")));
   CAF_CHECK_EQUAL(code_of(view->open_writer("/secret/f", {})),
                   "permission_denied");
@@ -156,8 +154,7 @@ CAF_TEST(writes happen only below the writable directories) {
                   "not_a_regular_file");
   CAF_CHECK_EQUAL(code_of(view->write_file("/w/new/", "x", {})),
                   "invalid_argument");
-  CAF_CHECK_EQUAL(code_of(view->remove_file("/w/sub/")),
-                  "not_a_regular_file");
+  CAF_CHECK_EQUAL(code_of(view->remove_file("/w/sub/")), "not_a_regular_file");
   CAF_CHECK_EQUAL(code_of(view->remove_file("/w/mine/")), "path_not_found");
   CAF_CHECK_EQUAL(code_of(view->write_file("/w/mine/x", "x", {})),
                   "path_not_found");

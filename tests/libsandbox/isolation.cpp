@@ -10,13 +10,13 @@
 #include <fstream>
 #include <string>
 
-#include "helpers/temp_dir.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/temp_dir.hpp"
 #include "sandbox/isolation.hpp"
 #include "sandbox/launcher.hpp"
 
-using sandbox::containment_spec;
 using sandbox::contained_session;
+using sandbox::containment_spec;
 
 using sandbox::test::host_can_contain;
 
@@ -146,13 +146,14 @@ CAF_TEST(both launch paths put the command in every namespace of the session) {
     CAF_REQUIRE(s);
     std::string expected = "2\n";
     for (const char* ns : {"user", "mnt", "ipc", "uts", "net", "pid"})
-      expected += own_ns("/proc/" + std::to_string((*s)->init_pid())
-                         + "/ns/" + ns)
-                  + "\n";
+      expected
+        += own_ns("/proc/" + std::to_string((*s)->init_pid()) + "/ns/" + ns)
+           + "\n";
     auto r = run_in(**s, wd.path,
                     "echo $$; for n in user mnt ipc uts net pid; do "
                     "readlink /proc/self/ns/$n; done; "
-                    "echo x > " + outside.path + "/escaped");
+                    "echo x > "
+                      + outside.path + "/escaped");
     sandbox::force_entering_child(false);
     CAF_REQUIRE(r);
     CAF_CHECK_EQUAL(r->out, expected);
@@ -170,8 +171,9 @@ CAF_TEST(a command writes its directories and nothing else) {
   auto s = contained_session::start(spec());
   CAF_REQUIRE(s);
   auto r = run_in(**s, wd.path,
-                  "echo a > in-wd && echo b > " + home.path + "/in-home && echo c > "
-                  "/tmp/private && cat /tmp/private && echo d > /dev/null");
+                  "echo a > in-wd && echo b > " + home.path
+                    + "/in-home && echo c > "
+                      "/tmp/private && cat /tmp/private && echo d > /dev/null");
   CAF_REQUIRE(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);
   CAF_CHECK_EQUAL(r->err, "");

@@ -79,9 +79,8 @@ CAF_TEST(an open of a placeholder is refused and reported) {
   ::mkdir(dir.at("secrets").c_str(), 0755);
   auto guard = read_guard::start(r);
   SANDBOX_REQUIRE_OK(guard);
-  auto cover = (*guard)->make_cover(dir.path,
-                                    {key, dir.at("secrets"), dir.at("none")},
-                                    collect());
+  auto cover = (*guard)->make_cover(
+    dir.path, {key, dir.at("secrets"), dir.at("none")}, collect());
   SANDBOX_REQUIRE_OK(cover);
   auto& ph = (*cover)->placeholders();
   // A missing path gets no placeholder.

@@ -74,11 +74,11 @@ seccomp_data call(long nr, uint64_t arg1 = 0, uint64_t arg2 = 0) {
 
 CAF_TEST(exactly the watched calls notify) {
   auto& prog = *sandbox::watch_filter();
-  const std::set<long> watched = {
-    SYS_connect, SYS_creat,    SYS_mkdir,   SYS_mkdirat,   SYS_unlink,
-    SYS_unlinkat, SYS_rmdir,   SYS_rename,  SYS_renameat,  SYS_renameat2,
-    SYS_link,    SYS_linkat,   SYS_symlink, SYS_symlinkat, SYS_mknod,
-    SYS_mknodat, SYS_truncate, SYS_openat2};
+  const std::set<long> watched
+    = {SYS_connect,  SYS_creat,    SYS_mkdir,   SYS_mkdirat,   SYS_unlink,
+       SYS_unlinkat, SYS_rmdir,    SYS_rename,  SYS_renameat,  SYS_renameat2,
+       SYS_link,     SYS_linkat,   SYS_symlink, SYS_symlinkat, SYS_mknod,
+       SYS_mknodat,  SYS_truncate, SYS_openat2};
   size_t most = 0;
   for (long nr = 0; nr < 1024; ++nr) {
     auto r = run(prog, call(nr));

@@ -71,14 +71,13 @@ CAF_TEST(escaped messages show control bytes quotes and non - ASCII) {
     CAF_CHECK(c >= 0x20 && c < 0x7F);
 }
 
-CAF_TEST(escaped output lines keep UTF-8 and show control bytes) {
+CAF_TEST(escaped output lines keep UTF - 8 and show control bytes) {
   using sandbox::escape;
   using sandbox::escape_style;
   CAF_CHECK_EQUAL(escape("plain \"text\"", escape_style::control),
                   "plain \"text\"");
   CAF_CHECK_EQUAL(escape("a\nb\tc", escape_style::control), "a\\nb\\tc");
-  CAF_CHECK_EQUAL(escape("a\0b\x7F"sv, escape_style::control),
-                  "a\\x00b\\x7F");
+  CAF_CHECK_EQUAL(escape("a\0b\x7F"sv, escape_style::control), "a\\x00b\\x7F");
   CAF_CHECK_EQUAL(escape("back\\slash", escape_style::control),
                   "back\\\\slash");
   CAF_CHECK_EQUAL(escape("\xC3\xA9", escape_style::control), "\xC3\xA9");

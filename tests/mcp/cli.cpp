@@ -195,7 +195,6 @@ CAF_TEST(mcp is listed by help) {
   CAF_CHECK(r.out.find("Model Context Protocol") != std::string::npos);
 }
 
-
 CAF_TEST(with node the session lives on that node and ends with the server) {
   serve_process node;
   mcp_process mcp{{"--node", node.address}};

@@ -68,8 +68,9 @@ public:
     const std::function<result<std::shared_ptr<child_process>>()>& launch);
 
   /// The launcher of `pid` has reaped it: forgets one registration of
-  /// `pid` (and tells the watchdog when its group has no member left). Called by `child_process`; a registration made for a new child
-  /// that reuses the pid in the meantime is kept.
+  /// `pid` (and tells the watchdog when its group has no member left). Called
+  /// by `child_process`; a registration made for a new child that reuses the
+  /// pid in the meantime is kept.
   static void release_owned(pid_t pid);
 
   /// Returns how many launched children are registered as owned and not

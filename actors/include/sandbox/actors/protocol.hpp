@@ -124,8 +124,8 @@ struct session_info {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_info& x) {
   return f(caf::meta::type_name("sandbox::actors::session_info"), x.id,
-           x.working_directory, x.home_directory, x.port, x.children,
-           x.stopped, x.containment, x.isolation);
+           x.working_directory, x.home_directory, x.port, x.children, x.stopped,
+           x.containment, x.isolation);
 }
 
 } // namespace sandbox::actors
@@ -406,13 +406,11 @@ constexpr size_t max_session_violations = 1024;
 /// The full interface of the session actor: the public one plus the
 /// completion of its staged stop, sent from the reactor, and the news from
 /// one of its process actors (the sender) that its child has finished.
-using session_actor_impl
-  = session_actor::extend<caf::reacts_to<ended_atom, stop_receipt>,
-                          caf::reacts_to<exited_atom>,
-                          // Violations seen by one of its process actors
-                          // or its filesystem worker.
-                          caf::reacts_to<violations_atom,
-                                         std::vector<violation>>>;
+using session_actor_impl = session_actor::extend<
+  caf::reacts_to<ended_atom, stop_receipt>, caf::reacts_to<exited_atom>,
+  // Violations seen by one of its process actors
+  // or its filesystem worker.
+  caf::reacts_to<violations_atom, std::vector<violation>>>;
 
 /// Returns the restricted view of `s` (§20).
 inline restricted_session restricted(const session_actor& s) {

@@ -85,8 +85,7 @@ bool renumber_connections_to(uint16_t port);
 /// @returns the port it listens on; `port_unavailable` or `io_error`
 ///   naming the address otherwise.
 result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
-                              const std::string& bind, uint16_t port,
-                              bool tls);
+                              const std::string& bind, uint16_t port, bool tls);
 
 /// Connects to the node at `addr` (blocking) and remembers `addr` as its
 /// name for error messages (`node_label`).
@@ -180,7 +179,8 @@ public:
   }
 
   remote_node(client_system_ptr sys, node_actor node, std::string address)
-    : sys_(std::move(sys)), node_(std::move(node)),
+    : sys_(std::move(sys)),
+      node_(std::move(node)),
       address_(std::move(address)) {
   }
 

@@ -51,8 +51,8 @@ struct runtime_config {
   size_t reactor_threads = 2;
   /// Retained bytes per stream of a result (§9); at least 1.
   uint64_t output_cap = default_output_cap;
-  /// SIGTERM, grace, SIGKILL (semantics §24): `first` a signal number, `grace` and
-  /// `verify` not negative, `poll` positive.
+  /// SIGTERM, grace, SIGKILL (semantics §24): `first` a signal number, `grace`
+  /// and `verify` not negative, `poll` positive.
   stop_plan stop;
   /// How long an execution whose shell has exited waits for a background
   /// descendant to close the output pipes before its result is delivered;
@@ -164,7 +164,8 @@ public:
 
   /// The containment mode in force (the `containment` setting, resolved).
   containment_mode containment() const noexcept {
-    return cgroups_ ? containment_mode::cgroup : containment_mode::process_group;
+    return cgroups_ ? containment_mode::cgroup
+                    : containment_mode::process_group;
   }
 
   /// Why the process-group mode is in force (the cgroup mode's error, or

@@ -50,8 +50,7 @@ void configure_network(caf::actor_system_config& sys_cfg,
 /// comes from the observer that `configure_network` installs. Callers
 /// report it as `node_unreachable`: the node cannot be used, and a refusal
 /// cannot be told apart from a node that went away mid-handshake.
-std::string describe_handshake_failure(const std::string& host,
-                                      uint16_t port, bool tls,
-                                      const caf::error& err);
+std::string describe_handshake_failure(const std::string& host, uint16_t port,
+                                       bool tls, const caf::error& err);
 
 } // namespace sandbox::actors

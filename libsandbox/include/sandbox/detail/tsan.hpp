@@ -7,11 +7,11 @@
 // same address, give TSan the edge. Both do nothing in other builds.
 
 #if defined(__SANITIZE_THREAD__)
-#define SANDBOX_TSAN 1
+#  define SANDBOX_TSAN 1
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SANDBOX_TSAN 1
-#endif
+#  if __has_feature(thread_sanitizer)
+#    define SANDBOX_TSAN 1
+#  endif
 #endif
 
 #ifdef SANDBOX_TSAN
