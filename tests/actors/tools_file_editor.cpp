@@ -2,101 +2,27 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
+#include <atomic>
+#include <thread>
 
 #include <fmt/format.h>
 
-#include "fixture.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "editor_fixture.hpp"
 
 using nlohmann::json;
-using sandbox::actors::tool_result;
 using sandbox::actors::toolbox;
 using sandbox::actors::toolbox_options;
-
-namespace {
-
-struct editor_fixture : sandbox::test::node_fixture {
-  sandbox::actors::blocking_session s;
-  toolbox tb;
-  std::string work;
-
-  explicit editor_fixture(toolbox_options opts = {})
-    : s(make_session()), tb(s, opts), work(dir.path + "/work") {
-  }
-
-  /// Calls file_editor; the call itself must not be refused.
-  tool_result edit(const json& args) {
-    auto r = tb.call("file_editor", args);
-    if (!r)
-      CAF_FAIL("refused: " << r.error().message);
-    return std::move(*r);
-  }
-
-  /// A failed call's message; it must have failed with `code`.
-  std::string failure(const json& args, const std::string& code) {
-    auto r = edit(args);
-    CAF_CHECK(r.is_error);
-    CAF_CHECK_EQUAL(r.structured["error"], code);
-    CAF_CHECK_EQUAL(r.structured["message"], r.text);
-    return r.text;
-  }
-
-  std::string slurp(const std::string& path) {
-    std::ifstream in{path, std::ios::binary};
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
-  void put(const std::string& path, const std::string& bytes) {
-    std::ofstream out{path, std::ios::binary | std::ios::trunc};
-    out << bytes;
-  }
-
-  bool exists(const std::string& path) {
-    return ::access(path.c_str(), F_OK) == 0;
-  }
-};
-
-json view(const std::string& path) {
-  return {{"command", "view"}, {"path", path}};
-}
-
-json view(const std::string& path, int64_t first, int64_t last) {
-  return {{"command", "view"}, {"path", path}, {"view_range", {first, last}}};
-}
-
-json create(const std::string& path, const std::string& text) {
-  return {{"command", "create"}, {"path", path}, {"file_text", text}};
-}
-
-json replace(const std::string& path, const std::string& old_str,
-             const std::string& new_str) {
-  return {{"command", "str_replace"},
-          {"path", path},
-          {"old_str", old_str},
-          {"new_str", new_str}};
-}
-
-json insert(const std::string& path, int64_t line, const std::string& text) {
-  return {{"command", "insert"},
-          {"path", path},
-          {"insert_line", line},
-          {"new_str", text}};
-}
-
-json undo(const std::string& path) {
-  return {{"command", "undo_edit"}, {"path", path}};
-}
-
-constexpr const char* review = "Review the changes; edit again or use "
-                               "undo_edit if they are not as expected.\n";
-
-} // namespace
+using sandbox::test::create;
+using sandbox::test::editor_fixture;
+using sandbox::test::insert;
+using sandbox::test::replace;
+using sandbox::test::review;
+using sandbox::test::undo;
+using sandbox::test::view;
 
 CAF_TEST_FIXTURE_SCOPE(tools_file_editor_tests, editor_fixture)
 
@@ -153,7 +79,49 @@ CAF_TEST(each command takes its own parameters only) {
             "invalid_parameter"),
     "Parameter `file_text` is not used by command `undo_edit` "
     "(it takes path).");
+  CAF_CHECK_EQUAL(failure({{"command", "create"},
+                           {"path", work + "/new.txt"},
+                           {"file_text", "x"},
+                           {"view_range", {1, 2}}},
+                          "invalid_parameter"),
+                  "Parameter `view_range` is not used by command `create` (it "
+                  "takes path, file_text).");
+  CAF_CHECK_EQUAL(failure({{"command", "str_replace"},
+                           {"path", p},
+                           {"old_str", "x"},
+                           {"insert_line", 0}},
+                          "invalid_parameter"),
+                  "Parameter `insert_line` is not used by command "
+                  "`str_replace` (it takes path, old_str, new_str "
+                  "(optional)).");
+  CAF_CHECK_EQUAL(failure({{"command", "insert"},
+                           {"path", p},
+                           {"insert_line", 0},
+                           {"new_str", "y"},
+                           {"old_str", "x"}},
+                          "invalid_parameter"),
+                  "Parameter `old_str` is not used by command `insert` (it "
+                  "takes path, insert_line, new_str).");
+  // A parameter of another command is named before a missing one.
+  CAF_CHECK_EQUAL(
+    failure({{"command", "create"}, {"path", p}, {"new_str", "x"}},
+            "invalid_parameter"),
+    "Parameter `new_str` is not used by command `create` (it "
+    "takes path, file_text).");
   CAF_CHECK_EQUAL(slurp(p), "x\n");
+  CAF_CHECK(!exists(work + "/new.txt"));
+}
+
+CAF_TEST(the schema is checked before the parameters of each command) {
+  // A wrong type and a missing parameter: the schema refuses the call (an
+  // error, not a tool result) before the command's own checks run.
+  auto r = tb.call("file_editor", {{"command", "insert"},
+                                   {"path", work + "/f.txt"},
+                                   {"insert_line", -1}});
+  CAF_REQUIRE(!r);
+  CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+  CAF_CHECK_EQUAL(r.error().message,
+                  "file_editor: \"insert_line\" must be >= 0, got -1");
 }
 
 // -- view ---------------------------------------------------------------------
@@ -346,6 +314,42 @@ CAF_TEST(files over the size limit are refused) {
                              + " is 13 bytes, over file_editor's limit of 10 "
                                "bytes: use the shell tool to work on it "
                                "(head, sed -n, ...).");
+}
+
+CAF_TEST(a FIFO is refused without being opened) {
+  CAF_REQUIRE_EQUAL(s.execute("mkfifo fifo")->exit_code, 0);
+  auto p = work + "/fifo";
+  // Opening the FIFO for reading would block until a writer comes (and a
+  // read would wait for data): this writer comes at once if the tool opens
+  // it, so that such a bug fails the checks below instead of hanging. The
+  // test opens the FIFO itself at the end to let the writer go.
+  std::atomic<bool> released{false};
+  std::atomic<bool> opened_by_tool{false};
+  std::thread writer{[&] {
+    auto fd = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
+    if (!released)
+      opened_by_tool = true;
+    if (fd >= 0)
+      ::close(fd);
+  }};
+  auto text = p + " is not a regular file.";
+  CAF_CHECK_EQUAL(failure(view(p), "not_a_regular_file"), text);
+  CAF_CHECK_EQUAL(failure(view(p, 1, -1), "not_a_regular_file"), text);
+  CAF_CHECK_EQUAL(failure(replace(p, "a", "b"), "not_a_regular_file"), text);
+  CAF_CHECK_EQUAL(failure(insert(p, 0, "x"), "not_a_regular_file"), text);
+  CAF_CHECK_EQUAL(failure(create(p, "x"), "file_exists"),
+                  "A directory or other non-regular file already exists at " + p
+                    + ": create makes new files only.");
+  released = true;
+  auto reader = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  CAF_CHECK(reader >= 0);
+  writer.join();
+  if (reader >= 0)
+    ::close(reader);
+  CAF_CHECK(!opened_by_tool);
+  struct ::stat st;
+  CAF_REQUIRE_EQUAL(::lstat(p.c_str(), &st), 0);
+  CAF_CHECK(S_ISFIFO(st.st_mode));
 }
 
 CAF_TEST(a symlink is viewed but not edited) {
@@ -621,7 +625,7 @@ CAF_TEST(undo_edit never discards a change made by someone else) {
   CAF_CHECK_EQUAL(slurp(p), "theirs\n");
 }
 
-CAF_TEST(a toolbox of another session has no history) {
+CAF_TEST(another toolbox of the same session has no history) {
   auto p = work + "/f.txt";
   put(p, "a\n");
   edit(replace(p, "a", "b"));
@@ -630,6 +634,32 @@ CAF_TEST(a toolbox of another session has no history) {
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->structured["error"], "nothing_to_undo");
   CAF_CHECK_EQUAL(slurp(p), "b\n");
+  // The history stays with the toolbox that made the edit.
+  CAF_CHECK(!edit(undo(p)).is_error);
+  CAF_CHECK_EQUAL(slurp(p), "a\n");
+}
+
+CAF_TEST(a toolbox of another session has no history) {
+  auto p = work + "/f.txt";
+  put(p, "a\n");
+  edit(replace(p, "a", "b"));
+  // A second session in the same working directory sees the file.
+  auto s2 = make_session();
+  CAF_REQUIRE_NOT_EQUAL(s2.info()->id, s.info()->id);
+  toolbox other{s2};
+  auto r = other.call("file_editor", undo(p));
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK(r->is_error);
+  CAF_CHECK_EQUAL(r->structured["error"], "nothing_to_undo");
+  CAF_CHECK_EQUAL(r->text,
+                  "No edit of " + p
+                    + " to undo: undo_edit reverts "
+                      "the edits file_editor made to this file in this "
+                      "session.");
+  CAF_CHECK_EQUAL(slurp(p), "b\n");
+  // The first session's toolbox still undoes its edit.
+  CAF_CHECK(!edit(undo(p)).is_error);
+  CAF_CHECK_EQUAL(slurp(p), "a\n");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -3,6 +3,7 @@
 #include "helpers/check.hpp"
 
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "fixture.hpp"
@@ -213,6 +214,34 @@ CAF_TEST(a running shell call is cancelled through its cancel key) {
   CAF_CHECK_EQUAL(r->structured["exit_reason"], "cancelled");
   CAF_CHECK_EQUAL(r->structured["exit_code"], 130);
   CAF_CHECK_EQUAL(r->text, "started\n[exit code 130: cancelled]\n");
+  CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
+}
+
+CAF_TEST(a shell call running when the session stops says so) {
+  auto s = make_session();
+  auto marker = this->marker(s);
+  toolbox tb{s};
+  // The stop comes from the chunk callback, once the command printed: it
+  // surely runs then. The call's own facade is busy, hence another one.
+  sandbox::actors::blocking_session other{node.system(), s.handle()};
+  std::optional<sandbox::result<sandbox::stop_receipt>> receipt;
+  tool_call_context ctx;
+  ctx.on_output = [&](const sandbox::output_chunk& c) {
+    if (!receipt && contains(c.data, "started"))
+      receipt = other.stop();
+  };
+  auto r = tb.call("shell", {{"command", "echo started; sleep 30"}}, ctx);
+  SANDBOX_REQUIRE_OK(r);
+  CAF_REQUIRE(receipt.has_value());
+  SANDBOX_REQUIRE_OK(*receipt);
+  // An end, not a failure of the tool.
+  CAF_CHECK(!r->is_error);
+  CAF_CHECK_EQUAL(r->structured["exit_reason"], "stopped");
+  auto code = r->structured["exit_code"].get<int>();
+  CAF_CHECK(code != 0);
+  CAF_CHECK_EQUAL(r->text, "started\n[exit code " + std::to_string(code)
+                             + ": the session was stopped]\n");
+  CAF_CHECK_EQUAL(r->structured["stdout"], "started\n");
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }
 
