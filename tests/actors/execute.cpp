@@ -263,6 +263,55 @@ CAF_TEST(a background job does not hold the result back) {
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
 }
 
+CAF_TEST(S2 a timeout out of range is invalid_argument naming the range) {
+  auto s = make_session();
+  // Negative; one past the largest (1e9 s, as the CLI's --timeout); one
+  // whose deadline overflows the clock when added to now (1e10 s timed out
+  // at once); the largest representable.
+  for (auto bad : {std::chrono::milliseconds{-1},
+                   sandbox::max_exec_timeout + std::chrono::milliseconds{1},
+                   std::chrono::milliseconds{10'000'000'000'000},
+                   std::chrono::milliseconds::max()}) {
+    exec_options opts;
+    opts.timeout = bad;
+    auto check = [&](const sandbox::result<sandbox::exec_result>& r) {
+      CAF_REQUIRE(!r.has_value());
+      CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+      const auto& msg = r.error().message;
+      CAF_CHECK(msg.find("exec_options.timeout") != std::string::npos);
+      CAF_CHECK(msg.find(std::to_string(bad.count())) != std::string::npos);
+      CAF_CHECK(msg.find("0 to 1000000000000 ms") != std::string::npos);
+    };
+    check(s.execute("touch spawned", opts));
+    check(s.execute_code("touch spawned", "sh", opts));
+    auto p = s.spawn("touch spawned", opts);
+    CAF_REQUIRE(!p.has_value());
+    CAF_CHECK(p.error().code == sandbox::errc::invalid_argument);
+    CAF_CHECK(p.error().message.find("exec_options.timeout")
+              != std::string::npos);
+  }
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
+}
+
+CAF_TEST(S2 the largest timeout is accepted and does not expire at once) {
+  auto s = make_session();
+  exec_options opts;
+  opts.timeout = sandbox::max_exec_timeout;
+  // `cat` ends when its stdin is closed: a deadline that overflowed would
+  // have ended it first, with reason timeout.
+  auto p = s.spawn("cat", opts);
+  SANDBOX_REQUIRE_OK(p);
+  CAF_CHECK(p->write_stdin("x").has_value());
+  CAF_CHECK(p->close_stdin().has_value());
+  auto r = p->wait();
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK(r->reason == exit_reason::exited);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(r->stdout_data, "x");
+}
+
 CAF_TEST(a command containing NUL is rejected before spawning) {
   auto s = make_session();
   auto r = s.execute(std::string("echo a\0b", 8));
