@@ -54,7 +54,9 @@ CAF_TEST(S1 commands run with stdin closed) {
 
 CAF_TEST(S2 cwd defaults to the session directory and resolves relatives) {
   auto s = make_session();
-  auto wd = s.info()->working_directory;
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  auto wd = info->working_directory;
   auto r = s.execute("pwd");
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, wd + "\n");
@@ -126,8 +128,10 @@ CAF_TEST(S4 env precedence is node then HOME then session then call) {
   auto r = s->execute(
     "echo $SANDBOX_R4_NODE $HOME $SESSION_ONLY $BOTH $CALL_ONLY", opts);
   SANDBOX_REQUIRE_OK(r);
+  auto info = s->info();
+  SANDBOX_REQUIRE_OK(info);
   CAF_CHECK_EQUAL(r->stdout_data,
-                  "node " + s->info()->home_directory + " s call c\n");
+                  "node " + info->home_directory + " s call c\n");
   opts.env = {{"HOME", "/call/home"}};
   r = s->execute("echo $HOME", opts);
   SANDBOX_REQUIRE_OK(r);
@@ -179,7 +183,9 @@ CAF_TEST(S5 cancel ends the execution with exit code 130) {
                               cancelled = true;
                               auto other = sandbox::actors::blocking_session{
                                 node.system(), s.handle()};
-                              CAF_CHECK(*other.cancel("job-1"));
+                              auto done = other.cancel("job-1");
+                              SANDBOX_CHECK_OK(done);
+                              CAF_CHECK(done && *done);
                             }
                           });
   SANDBOX_REQUIRE_OK(*r);
@@ -187,7 +193,9 @@ CAF_TEST(S5 cancel ends the execution with exit code 130) {
   CAF_CHECK_EQUAL((*r)->exit_code, 130);
   CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
-  CAF_CHECK(!*s.cancel("job-1"));
+  auto again = s.cancel("job-1");
+  SANDBOX_REQUIRE_OK(again);
+  CAF_CHECK(!*again);
 }
 
 CAF_TEST(S6 a child ended by a signal reports 128 plus signo) {
