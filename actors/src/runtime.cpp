@@ -86,6 +86,14 @@ result<void> validate(const runtime_config& cfg) {
     if (auto ok = fs::validate_path(cfg.temp_directory); !ok)
       return invalid("temp_directory", quote_for_message(cfg.temp_directory),
                      ok.error().message);
+  for (auto& entry : cfg.isolation_deny) {
+    if (auto ok = fs::validate_path(entry); !ok)
+      return invalid("isolation_deny", quote_for_message(entry),
+                     ok.error().message);
+    if (entry.front() != '/')
+      return invalid("isolation_deny", quote_for_message(entry),
+                     "not an absolute path");
+  }
   for (auto& entry : cfg.allow_net)
     if (auto ok = validate_allow_entry(entry); !ok)
       return error{errc::invalid_argument,

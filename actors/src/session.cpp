@@ -175,6 +175,11 @@ result<launch_spec> prepare(session_state& st, const std::string& cmd,
     return ok.error();
   if (auto ok = validate_env(opts.env); !ok)
     return ok.error();
+  if (opts.timeout.count() < 0 || opts.timeout > max_exec_timeout)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid exec_options.timeout {} ms: must be 0 "
+                             "to {} ms (0 = none)",
+                             opts.timeout.count(), max_exec_timeout.count())};
   if (!opts.cwd.empty())
     if (auto ok = fs::validate_path(opts.cwd); !ok)
       return error{errc::invalid_argument,

@@ -17,8 +17,10 @@ namespace {
 
 using nlohmann::json;
 
-/// The largest timeout, in seconds (as the CLI's --timeout).
-constexpr int64_t max_timeout_seconds = 1000000000;
+/// The largest timeout, in seconds (`exec_options::timeout`'s range, as the
+/// CLI's --timeout).
+constexpr int64_t max_timeout_seconds
+  = std::chrono::duration_cast<std::chrono::seconds>(max_exec_timeout).count();
 
 json timeout_schema() {
   return {{"type", "number"},

@@ -20,7 +20,9 @@ CAF_TEST_FIXTURE_SCOPE(cancel_tests, sandbox::test::node_fixture)
 
 CAF_TEST(cancel answers false when nothing runs under the key) {
   auto s = make_session();
-  CAF_CHECK(!*s.cancel("k"));
+  auto cancelled = s.cancel("k");
+  SANDBOX_REQUIRE_OK(cancelled);
+  CAF_CHECK(!*cancelled);
   exec_options opts;
   opts.cancel_key = "k";
   auto p = s.spawn("true", opts);
@@ -30,13 +32,17 @@ CAF_TEST(cancel answers false when nothing runs under the key) {
   CAF_CHECK_EQUAL(r->exit_code, 0);
   // The process has exited: there is nothing left to cancel, and it no
   // longer counts as a running child.
-  CAF_CHECK(!*s.cancel("k"));
+  cancelled = s.cancel("k");
+  SANDBOX_REQUIRE_OK(cancelled);
+  CAF_CHECK(!*cancelled);
   auto info = s.info();
   SANDBOX_REQUIRE_OK(info);
   CAF_CHECK_EQUAL(info->children, 0u);
   auto e = s.execute("true", opts);
   SANDBOX_REQUIRE_OK(e);
-  CAF_CHECK(!*s.cancel("k"));
+  cancelled = s.cancel("k");
+  SANDBOX_REQUIRE_OK(cancelled);
+  CAF_CHECK(!*cancelled);
 }
 
 CAF_TEST(a second running execution with the same key is refused) {
@@ -52,9 +58,13 @@ CAF_TEST(a second running execution with the same key is refused) {
   auto third = s.execute("touch spawned", opts);
   CAF_REQUIRE(!third);
   CAF_CHECK(third.error().code == errc::invalid_argument);
-  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
   // The one running execution is the one the key cancels.
-  CAF_CHECK(*s.cancel("dup-key"));
+  auto cancelled = s.cancel("dup-key");
+  SANDBOX_REQUIRE_OK(cancelled);
+  CAF_CHECK(*cancelled);
   auto r = first->wait();
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(r->reason == exit_reason::cancelled);

@@ -82,7 +82,9 @@ CAF_TEST(S7 a language that is no executable on PATH is not found) {
     CAF_CHECK_EQUAL(r->stderr_data,
                     "Language interpreter not found: " + lang + "\n");
   }
-  CAF_CHECK_NOT_EQUAL(s.execute("test -e spawned")->exit_code, 0);
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
 CAF_TEST(S7 an interpreter is looked up on the PATH of the execution) {
@@ -93,7 +95,9 @@ CAF_TEST(S7 an interpreter is looked up on the PATH of the execution) {
   SANDBOX_REQUIRE_OK(made);
   CAF_REQUIRE_EQUAL(made->exit_code, 0);
   sandbox::exec_options opts;
-  opts.env["PATH"] = s.info()->working_directory + "/bin:/usr/bin:/bin";
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  opts.env["PATH"] = info->working_directory + "/bin:/usr/bin:/bin";
   auto r = s.execute_code("body", "mylang", opts);
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->exit_code, 0);

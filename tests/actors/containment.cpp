@@ -133,7 +133,9 @@ CAF_TEST(an escaper is gone after a timeout in the cgroup mode) {
   CAF_CHECK(r->reason == exit_reason::timeout);
   // The result comes after the sweep confirmed the cgroup empty.
   CAF_CHECK_EQUAL(processes_running(sleep).size(), 0u);
-  auto id = s.info()->id;
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  auto id = info->id;
   auto session_cgroup = m->node->rt()->session_cgroup(id);
   SANDBOX_REQUIRE_OK(s.stop());
   CAF_CHECK(!exists(session_cgroup));
@@ -151,8 +153,11 @@ CAF_TEST(an escaper is gone after a cancel in the cgroup mode) {
   bool cancelled = false;
   auto r = s.execute_streaming(escaper(sleep) + "; echo started; sleep 30",
                                opts, [&](const sandbox::output_chunk& c) {
-                                 if (!cancelled && c.data == "started\n")
-                                   cancelled = *other.cancel("escaper");
+                                 if (!cancelled && c.data == "started\n") {
+                                   auto done = other.cancel("escaper");
+                                   SANDBOX_CHECK_OK(done);
+                                   cancelled = done && *done;
+                                 }
                                });
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK(cancelled);
@@ -173,7 +178,9 @@ CAF_TEST(an escaper is gone after stop and no cgroup is left) {
     SANDBOX_REQUIRE_OK(r);
     CAF_CHECK_EQUAL(r->exit_code, 0);
     CAF_REQUIRE_EQUAL(processes_running(sleep).size(), 1u);
-    auto id = s.info()->id;
+    auto info = s.info();
+    SANDBOX_REQUIRE_OK(info);
+    auto id = info->id;
     auto session_cgroup = m->node->rt()->session_cgroup(id);
     CAF_CHECK(exists(session_cgroup));
     auto receipt = s.stop();
@@ -205,7 +212,9 @@ CAF_TEST(a finished execution leaves no cgroup behind) {
   auto s = m->make_session();
   for (int i = 0; i < 3; ++i)
     SANDBOX_REQUIRE_OK(s.execute("true"));
-  auto session_cgroup = m->node->rt()->session_cgroup(s.info()->id);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  auto session_cgroup = m->node->rt()->session_cgroup(info->id);
   // Each execution's cgroup went with its last process. A contained
   // session's init holds one of its own (`init`) until the stop.
   std::string left;
@@ -232,7 +241,9 @@ CAF_TEST(a launch that fails leaves no cgroup behind) {
   // The execution's, the session's and the node's directories were made
   // for the launch and went with its failure. A contained session's init
   // (started before the launch) holds the session's until the stop.
-  auto session_cgroup = m->node->rt()->session_cgroup(s.info()->id);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  auto session_cgroup = m->node->rt()->session_cgroup(info->id);
   if (sandbox::test::contained_run()) {
     CAF_CHECK(exists(session_cgroup + "/init"));
     CAF_CHECK(!exists(session_cgroup + "/e-1"));
@@ -260,7 +271,9 @@ CAF_TEST(a forced fallback reports the process group mode everywhere) {
   CAF_CHECK(node->rt()->containment() == containment_mode::process_group);
   CAF_CHECK(node->rt()->cgroup_root().empty());
   auto s = make_session();
-  CAF_CHECK(s.info()->containment == containment_mode::process_group);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK(info->containment == containment_mode::process_group);
   SANDBOX_REQUIRE_OK(s.execute("sleep 30 & true"));
   auto receipt = s.stop();
   SANDBOX_REQUIRE_OK(receipt);

@@ -54,7 +54,9 @@ CAF_TEST(S1 commands run with stdin closed) {
 
 CAF_TEST(S2 cwd defaults to the session directory and resolves relatives) {
   auto s = make_session();
-  auto wd = s.info()->working_directory;
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  auto wd = info->working_directory;
   auto r = s.execute("pwd");
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, wd + "\n");
@@ -125,8 +127,10 @@ CAF_TEST(S4 env precedence is node then HOME then session then call) {
   auto r = s->execute(
     "echo $SANDBOX_R4_NODE $HOME $SESSION_ONLY $BOTH $CALL_ONLY", opts);
   SANDBOX_REQUIRE_OK(r);
+  auto info = s->info();
+  SANDBOX_REQUIRE_OK(info);
   CAF_CHECK_EQUAL(r->stdout_data,
-                  "node " + s->info()->home_directory + " s call c\n");
+                  "node " + info->home_directory + " s call c\n");
   opts.env = {{"HOME", "/call/home"}};
   r = s->execute("echo $HOME", opts);
   SANDBOX_REQUIRE_OK(r);
@@ -178,7 +182,9 @@ CAF_TEST(S5 cancel ends the execution with exit code 130) {
                               cancelled = true;
                               auto other = sandbox::actors::blocking_session{
                                 node.system(), s.handle()};
-                              CAF_CHECK(*other.cancel("job-1"));
+                              auto done = other.cancel("job-1");
+                              SANDBOX_CHECK_OK(done);
+                              CAF_CHECK(done && *done);
                             }
                           });
   SANDBOX_REQUIRE_OK(*r);
@@ -186,7 +192,9 @@ CAF_TEST(S5 cancel ends the execution with exit code 130) {
   CAF_CHECK_EQUAL((*r)->exit_code, 130);
   CAF_CHECK_EQUAL((*r)->stdout_data, "started\n");
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
-  CAF_CHECK(!*s.cancel("job-1"));
+  auto again = s.cancel("job-1");
+  SANDBOX_REQUIRE_OK(again);
+  CAF_CHECK(!*again);
 }
 
 CAF_TEST(S6 a child ended by a signal reports 128 plus signo) {
@@ -260,6 +268,55 @@ CAF_TEST(a background job does not hold the result back) {
   SANDBOX_REQUIRE_OK(receipt);
   CAF_CHECK_EQUAL(receipt->ended, 1u);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(S2 a timeout out of range is invalid_argument naming the range) {
+  auto s = make_session();
+  // Negative; one past the largest (1e9 s, as the CLI's --timeout); one
+  // whose deadline overflows the clock when added to now (1e10 s timed out
+  // at once); the largest representable.
+  for (auto bad : {std::chrono::milliseconds{-1},
+                   sandbox::max_exec_timeout + std::chrono::milliseconds{1},
+                   std::chrono::milliseconds{10'000'000'000'000},
+                   std::chrono::milliseconds::max()}) {
+    exec_options opts;
+    opts.timeout = bad;
+    auto check = [&](const sandbox::result<sandbox::exec_result>& r) {
+      CAF_REQUIRE(!r.has_value());
+      CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+      const auto& msg = r.error().message;
+      CAF_CHECK(msg.find("exec_options.timeout") != std::string::npos);
+      CAF_CHECK(msg.find(std::to_string(bad.count())) != std::string::npos);
+      CAF_CHECK(msg.find("0 to 1000000000000 ms") != std::string::npos);
+    };
+    check(s.execute("touch spawned", opts));
+    check(s.execute_code("touch spawned", "sh", opts));
+    auto p = s.spawn("touch spawned", opts);
+    CAF_REQUIRE(!p.has_value());
+    CAF_CHECK(p.error().code == sandbox::errc::invalid_argument);
+    CAF_CHECK(p.error().message.find("exec_options.timeout")
+              != std::string::npos);
+  }
+  auto probe = s.execute("test -e spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
+}
+
+CAF_TEST(S2 the largest timeout is accepted and does not expire at once) {
+  auto s = make_session();
+  exec_options opts;
+  opts.timeout = sandbox::max_exec_timeout;
+  // `cat` ends when its stdin is closed: a deadline that overflowed would
+  // have ended it first, with reason timeout.
+  auto p = s.spawn("cat", opts);
+  SANDBOX_REQUIRE_OK(p);
+  CAF_CHECK(p->write_stdin("x").has_value());
+  CAF_CHECK(p->close_stdin().has_value());
+  auto r = p->wait();
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK(r->reason == exit_reason::exited);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  CAF_CHECK_EQUAL(r->stdout_data, "x");
 }
 
 CAF_TEST(a command containing NUL is rejected before spawning) {

@@ -387,6 +387,7 @@ CAF_TEST(no operation leaves a file descriptor open) {
     (void) files.write_file("fdw", "x", std::string{"stale"});
     {
       auto w = files.open_write("fdw");
+      SANDBOX_REQUIRE_OK(w);
       (void) w->write("partial");
     }
     (void) files.list_files("fdd");

@@ -59,6 +59,7 @@ CAF_TEST(S13 abort and a dropped writer leave the old file) {
   CAF_CHECK_EQUAL(temp_files_in(wd), 0u);
   {
     auto w = files.open_write("keep");
+    CAF_REQUIRE_EQUAL(code(w), "ok");
     CAF_REQUIRE_EQUAL(code(w->write("partial")), "ok");
   }
   CAF_CHECK_EQUAL(get_file(at("keep")), "old");

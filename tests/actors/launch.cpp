@@ -27,19 +27,25 @@ CAF_TEST_FIXTURE_SCOPE(launch_tests, sandbox::test::node_fixture)
 
 CAF_TEST(a NUL byte in cwd is refused naming cwd) {
   auto s = make_session();
-  CAF_REQUIRE_EQUAL(s.execute("mkdir a")->exit_code, 0);
+  auto made = s.execute("mkdir a");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
   exec_options opts;
   opts.cwd = std::string("a\0zzz", 5);
   auto r = s.execute("touch spawned", opts);
   CAF_REQUIRE(!r);
   CAF_CHECK(r.error().code == errc::invalid_argument);
   CAF_CHECK(contains(r.error().message, "cwd"));
-  CAF_CHECK_NOT_EQUAL(s.execute("test -e a/spawned")->exit_code, 0);
+  auto probe = s.execute("test -e a/spawned");
+  SANDBOX_REQUIRE_OK(probe);
+  CAF_CHECK_NOT_EQUAL(probe->exit_code, 0);
 }
 
 CAF_TEST(a cwd that is a regular file is not a directory) {
   auto s = make_session();
-  CAF_REQUIRE_EQUAL(s.execute("touch afile")->exit_code, 0);
+  auto made = s.execute("touch afile");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
   exec_options opts;
   opts.cwd = "afile";
   auto r = s.execute("true", opts);
@@ -55,8 +61,9 @@ CAF_TEST(a cwd without search permission is permission_denied on the cwd) {
     return;
   }
   auto s = make_session();
-  CAF_REQUIRE_EQUAL(s.execute("mkdir noperm && chmod 000 noperm")->exit_code,
-                    0);
+  auto made = s.execute("mkdir noperm && chmod 000 noperm");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
   exec_options opts;
   opts.cwd = "noperm";
   auto r = s.execute("true", opts);

@@ -92,7 +92,9 @@ CAF_TEST(a finished spawned process answers wait while its handle lives) {
   SANDBOX_REQUIRE_OK(first);
   CAF_CHECK_EQUAL(first->exit_code, 3);
   // The session forgot it: it no longer runs.
-  CAF_CHECK_EQUAL(s.info()->children, 0u);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->children, 0u);
   auto again = p->wait();
   SANDBOX_REQUIRE_OK(again);
   CAF_CHECK_EQUAL(again->exit_code, 3);
@@ -106,16 +108,22 @@ CAF_TEST(children counts running processes only) {
   auto q = s.spawn("exit 0");
   SANDBOX_REQUIRE_OK(q);
   SANDBOX_REQUIRE_OK(q->wait());
-  CAF_CHECK_EQUAL(s.info()->children, 1u);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->children, 1u);
   SANDBOX_REQUIRE_OK(p->kill(SIGKILL));
   SANDBOX_REQUIRE_OK(p->wait());
-  CAF_CHECK_EQUAL(s.info()->children, 0u);
+  info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->children, 0u);
 }
 
 CAF_TEST(a session stopped through its handle leaves the node at once) {
   auto s = blocking_session::create(node, local());
   SANDBOX_REQUIRE_OK(s);
-  auto id = s->info()->id;
+  auto info = s->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto id = info->id;
   SANDBOX_REQUIRE_OK(s->stop());
   auto list = node.list();
   SANDBOX_REQUIRE_OK(list);
@@ -124,7 +132,7 @@ CAF_TEST(a session stopped through its handle leaves the node at once) {
   CAF_REQUIRE(!again);
   CAF_CHECK(again.error().code == errc::session_not_found);
   // §22: the handle still answers, as stopped.
-  auto info = s->info();
+  info = s->info();
   SANDBOX_REQUIRE_OK(info);
   CAF_CHECK(info->stopped);
   auto r = s->execute("true");
@@ -222,7 +230,9 @@ CAF_TEST(an exit status the node cannot collect is an io error) {
   CAF_REQUIRE(!r);
   CAF_CHECK(r.error().code == errc::io_error);
   CAF_CHECK_NOT_EQUAL(r.error().message.find("waitpid"), std::string::npos);
-  CAF_CHECK_EQUAL(s.info()->children, 0u);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK_EQUAL(info->children, 0u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -164,7 +164,9 @@ CAF_TEST(S18 a port held by an outside process is never leased) {
   held.fd = -1;
   auto d = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(d);
-  auto port = d->info()->port;
+  auto info = d->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto port = info->port;
   CAF_CHECK_EQUAL(port, held.port);
 }
 
@@ -173,12 +175,16 @@ CAF_TEST(S22 ports come back after stop) {
   embedded_node node{rcfg(), ncfg(only, only)};
   auto a = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(a);
-  auto port = a->info()->port;
+  auto info = a->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto port = info->port;
   CAF_CHECK(!blocking_session::create(node, scfg()));
   SANDBOX_REQUIRE_OK(a->stop());
   auto b = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(b);
-  auto again = b->info()->port;
+  info = b->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto again = info->port;
   CAF_CHECK_EQUAL(again, port);
 }
 
@@ -186,7 +192,9 @@ CAF_TEST(S19 the endpoint of a leased port serves what the session runs) {
   embedded_node node{rcfg(), ncfg()};
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
-  auto port = s->info()->port;
+  auto info = s->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto port = info->port;
   // A server on the leased port proves the port was bindable.
   auto server = s->spawn("exec python3 -c 'import socket,sys\n"
                          "s=socket.socket()\n"
@@ -292,7 +300,9 @@ CAF_TEST(S22 stopping an unknown or stopped session is session_not_found) {
   embedded_node node{rcfg(), ncfg()};
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
-  auto id = s->info()->id;
+  auto info = s->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto id = info->id;
   SANDBOX_REQUIRE_OK(node.stop_session(id));
   auto again = node.stop_session(id);
   CAF_REQUIRE(!again);

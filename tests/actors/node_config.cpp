@@ -134,6 +134,36 @@ CAF_TEST(every unusable runtime value is refused naming it) {
                 "temp_directory");
 }
 
+CAF_TEST(every unusable isolation_deny entry is refused naming it) {
+  auto with_deny = [](std::string entry) {
+    runtime_config cfg;
+    cfg.isolation_deny = {"/etc/fine", std::move(entry)};
+    return cfg;
+  };
+  check_refused(with_deny(""), "isolation_deny");
+  check_refused(with_deny(std::string("/etc/a\0b", 9)), "isolation_deny");
+  check_refused(with_deny(std::string("/etc/a\0b", 9)), "/etc/a");
+  check_refused(with_deny("relative/key.pem"), "isolation_deny");
+  check_refused(with_deny("relative/key.pem"), "relative/key.pem");
+  check_refused(with_deny("./key.pem"), "./key.pem");
+  // Absolute paths are accepted, whether they exist or not (missing ones
+  // are skipped when a session is contained).
+  runtime_config fine;
+  fine.isolation_deny = {"/etc/hostname", "/no/such/path", "/"};
+  CAF_CHECK(validate(fine));
+}
+
+CAF_TEST(a node with a relative isolation_deny entry refuses every create) {
+  auto rcfg = test::suite_runtime_config();
+  rcfg.isolation_deny = {"tls/key.pem"};
+  embedded_node node{rcfg, node_config{}};
+  auto s = blocking_session::create(node, scfg());
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(s.error().message, "isolation_deny"));
+  CAF_CHECK(contains(s.error().message, "tls/key.pem"));
+}
+
 CAF_TEST(a node whose runtime config is unusable refuses every create) {
   auto rcfg = test::suite_runtime_config();
   rcfg.shell = "/no/such/shell";

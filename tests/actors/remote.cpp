@@ -430,7 +430,9 @@ CAF_TEST(a short client grace stops only the attached sessions) {
     SANDBOX_REQUIRE_OK(kept);
     auto gone = blocking_session::create(**other, session_config{});
     SANDBOX_REQUIRE_OK(gone);
-    kept_id = kept->info()->id;
+    auto kept_info = kept->info();
+    SANDBOX_REQUIRE_OK(kept_info);
+    kept_id = kept_info->id;
   }
   // The other client's actor system is gone. Wait for the event: the node
   // lists only the detached session once the grace ran out.

@@ -73,7 +73,8 @@ CAF_TEST(S22 stop is idempotent and later operations fail) {
   auto s = make_session();
   auto first = s.stop();
   auto second = s.stop();
-  CAF_REQUIRE(first.has_value() && second.has_value());
+  SANDBOX_REQUIRE_OK(first);
+  SANDBOX_REQUIRE_OK(second);
   CAF_CHECK_EQUAL(first->ended, second->ended);
   auto r = s.execute("true");
   CAF_REQUIRE(!r.has_value());

@@ -200,13 +200,13 @@ CAF_TEST(view of a missing path is an error naming it) {
 }
 
 CAF_TEST(view of a directory lists two levels without hidden entries) {
-  CAF_REQUIRE_EQUAL(s.execute("mkdir -p src/deep/deeper .git/objects "
-                              "src/.cache && touch README src/main.c "
-                              "src/deep/x src/deep/deeper/y .env "
-                              ".git/HEAD src/.hidden src/.cache/z && "
-                              "ln -s src link")
-                      ->exit_code,
-                    0);
+  auto made = s.execute("mkdir -p src/deep/deeper .git/objects "
+                        "src/.cache && touch README src/main.c "
+                        "src/deep/x src/deep/deeper/y .env "
+                        ".git/HEAD src/.hidden src/.cache/z && "
+                        "ln -s src link");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
   auto r = edit(view(work));
   CAF_CHECK(!r.is_error);
   CAF_CHECK_EQUAL(r.text, "Here are the files and directories up to 2 levels "
@@ -254,7 +254,9 @@ CAF_TEST(a long directory view is cut and says how many entries are left) {
   toolbox_options opts;
   opts.max_dir_entries = 2;
   toolbox small{s, opts};
-  CAF_REQUIRE_EQUAL(s.execute("touch a b c d")->exit_code, 0);
+  auto made = s.execute("touch a b c d");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
   auto r = small.call("file_editor", view(work));
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->text, "Here are the files and directories up to 2 "
@@ -355,7 +357,9 @@ CAF_TEST(a FIFO is refused without being opened) {
 CAF_TEST(a symlink is viewed but not edited) {
   auto p = work + "/target.txt";
   put(p, "x\n");
-  CAF_REQUIRE_EQUAL(s.execute("ln -s target.txt link.txt")->exit_code, 0);
+  auto made = s.execute("ln -s target.txt link.txt");
+  SANDBOX_REQUIRE_OK(made);
+  CAF_REQUIRE_EQUAL(made->exit_code, 0);
   CAF_CHECK_EQUAL(edit(view(work + "/link.txt")).structured["content"], "x\n");
   CAF_CHECK_EQUAL(failure(replace(work + "/link.txt", "x", "y"),
                           "not_a_regular_file"),
@@ -614,8 +618,9 @@ CAF_TEST(undo_edit never discards a change made by someone else) {
   put(p, "mine\n");
   edit(replace(p, "mine", "edited"));
   // Another program rewrites the file (a new inode, as editors save).
-  CAF_REQUIRE_EQUAL(
-    s.execute("echo theirs > f.tmp && mv f.tmp f.txt")->exit_code, 0);
+  auto theirs = s.execute("echo theirs > f.tmp && mv f.tmp f.txt");
+  SANDBOX_REQUIRE_OK(theirs);
+  CAF_REQUIRE_EQUAL(theirs->exit_code, 0);
   CAF_CHECK_EQUAL(failure(undo(p), "conflict"),
                   p
                     + " changed since file_editor's last edit of it "

@@ -70,3 +70,14 @@
     if (!(expr))                                                               \
       CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
   } while (false)
+
+/// Checks that a `sandbox::result` holds a value; fails the test naming the
+/// error if not, but lets it go on (a failed requirement aborts the whole
+/// test program): for a callback or a call that must still be waited for.
+/// Guard each later use (`r && *r`).
+#define SANDBOX_CHECK_OK(expr)                                                 \
+  do {                                                                         \
+    auto&& sandbox_checked_ = (expr);                                          \
+    if (!sandbox_checked_)                                                     \
+      CAF_ERROR(#expr " failed: " << sandbox_checked_.error().message);        \
+  } while (false)

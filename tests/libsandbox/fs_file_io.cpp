@@ -247,7 +247,9 @@ CAF_TEST(no descriptor is left open on any path) {
   put("f", "content\n");
   mkdir("d");
   CAF_REQUIRE_EQUAL(::mkfifo(path("fifo").c_str(), 0600), 0);
-  auto version = sandbox::fs::stat_path(path("f"))->version;
+  auto st = sandbox::fs::stat_path(path("f"));
+  SANDBOX_REQUIRE_OK(st);
+  auto version = st->version;
   auto before = open_fd_count();
   for (auto p : {"f", "d", "fifo", "missing", "f/x"}) {
     read_file(path(p));

@@ -61,14 +61,6 @@ struct fixture : temp_dir_fixture {
   }
 };
 
-#define SANDBOX_CHECK_OK(expr)                                                 \
-  do {                                                                         \
-    auto&& ok_ = (expr);                                                       \
-    if (!ok_)                                                                  \
-      CAF_MESSAGE(#expr " failed: " << ok_.error().message);                   \
-    CAF_CHECK(static_cast<bool>(ok_));                                         \
-  } while (false)
-
 /// The error of `r`, for checks on its code and message.
 template <class T>
 sandbox::error error_of(const sandbox::result<T>& r) {
@@ -81,11 +73,11 @@ CAF_TEST_FIXTURE_SCOPE(fs_view_tests, fixture)
 
 CAF_TEST(reads resolve inside the root and refuse denied paths by name) {
   auto r = view->read_file("/o/f");
-  SANDBOX_CHECK_OK(r);
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(*r, "outside");
   // Absolute symlinks start again at the view's root, `..` stops there.
   r = view->read_file("/w/up/o/f");
-  SANDBOX_CHECK_OK(r);
+  SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(*r, "outside");
   denial d;
   r = view->read_file("/w/to-secret", &d);
@@ -138,7 +130,7 @@ CAF_TEST(writes happen only below the writable directories) {
   // The link itself is replaced, never its target.
   SANDBOX_CHECK_OK(view->write_file("/w/to-secret", "mine", {}));
   auto secret = view->read_file("/w/to-secret");
-  SANDBOX_CHECK_OK(secret);
+  SANDBOX_REQUIRE_OK(secret);
   CAF_CHECK_EQUAL(*secret, "mine");
   CAF_CHECK(exists(path("secret/f")));
   // Compare-and-swap goes through the view like any write.

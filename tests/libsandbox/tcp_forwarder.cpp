@@ -83,12 +83,6 @@ tcp_forwarder::socket_factory host_sockets() {
   };
 }
 
-#define REQUIRE_OK(expr)                                                       \
-  do {                                                                         \
-    if (!(expr))                                                               \
-      CAF_FAIL(#expr " failed: " << (expr).error().message);                   \
-  } while (false)
-
 struct fixture {
   reactor r{1};
 };
@@ -105,7 +99,7 @@ CAF_TEST(bytes and the half close travel both ways) {
   auto f = tcp_forwarder::start(r, std::move(front),
                                 reinterpret_cast<sockaddr*>(&dest),
                                 sizeof(dest), host_sockets(), "test");
-  REQUIRE_OK(f);
+  SANDBOX_REQUIRE_OK(f);
   std::string got;
   std::thread server{[&] {
     int c = ::accept(back.get(), nullptr, nullptr);
@@ -138,7 +132,7 @@ CAF_TEST(a destination that refuses resets the connection at once) {
   auto f = tcp_forwarder::start(r, std::move(front),
                                 reinterpret_cast<sockaddr*>(&dest),
                                 sizeof(dest), host_sockets(), "test");
-  REQUIRE_OK(f);
+  SANDBOX_REQUIRE_OK(f);
   int c = connect_to(front_port);
   CAF_REQUIRE_NOT_EQUAL(c, -1);
   bool ended = false;
@@ -165,7 +159,7 @@ CAF_TEST(stop closes the listener and every connection) {
   auto f = tcp_forwarder::start(r, std::move(front),
                                 reinterpret_cast<sockaddr*>(&dest),
                                 sizeof(dest), host_sockets(), "test");
-  REQUIRE_OK(f);
+  SANDBOX_REQUIRE_OK(f);
   int c = connect_to(front_port);
   CAF_REQUIRE_NOT_EQUAL(c, -1);
   int s = ::accept(back.get(), nullptr, nullptr);
@@ -189,7 +183,7 @@ CAF_TEST(stop closes the listener and every connection) {
 
 CAF_TEST(allowlist entries are parsed and resolved and checked) {
   auto ok = resolve_allowlist({"127.0.0.1:80", "[::1]:443", "127.0.0.1:80"});
-  REQUIRE_OK(ok);
+  SANDBOX_REQUIRE_OK(ok);
   CAF_REQUIRE_EQUAL(ok->size(), 2u);
   CAF_CHECK_EQUAL((*ok)[0].address, "127.0.0.1");
   CAF_CHECK_EQUAL((*ok)[0].port, 80);
@@ -197,7 +191,7 @@ CAF_TEST(allowlist entries are parsed and resolved and checked) {
   CAF_CHECK_EQUAL((*ok)[1].address, "::1");
   CAF_CHECK((*ok)[1].loopback());
   auto far = resolve_allowlist({"192.0.2.1:8080"});
-  REQUIRE_OK(far);
+  SANDBOX_REQUIRE_OK(far);
   CAF_CHECK(!(*far)[0].loopback());
   for (auto bad : {"x", "1.2.3.4", "1.2.3.4:", "1.2.3.4:0", "1.2.3.4:65536",
                    "::1:80", "[::1:80", "[]:80", "0.0.0.0:1", "[::]:1",

@@ -102,9 +102,14 @@ struct violation {
 /// Default cap on the retained stdout and stderr of one result (§9).
 constexpr uint64_t default_output_cap = 16u << 20;
 
+/// The largest `exec_options::timeout`: 1e9 s (about 31 years), the range
+/// of the CLI's `--timeout`. A larger one is refused (its deadline could
+/// overflow the clock and expire at once).
+constexpr std::chrono::milliseconds max_exec_timeout{1'000'000'000'000};
+
 /// Options of one execution (§2).
 struct exec_options {
-  /// Zero means no limit.
+  /// Zero means no limit; 0 to `max_exec_timeout` (else `invalid_argument`).
   std::chrono::milliseconds timeout{0};
   /// Working directory; empty means the session working directory.
   std::string cwd;
