@@ -16,6 +16,8 @@
 #include "helpers/can_contain.hpp"
 
 using sandbox::test::json_lines;
+using sandbox::test::slurp;
+using sandbox::test::spit;
 using ordered_json = nlohmann::ordered_json;
 
 namespace {
@@ -27,39 +29,20 @@ struct run_result {
   std::string err;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, const std::string& bytes) {
-  std::ofstream out{path, std::ios::binary | std::ios::trunc};
-  out << bytes;
-}
-
 /// A temporary tree: `root/w` is the CLI's working directory, `root/err`
-/// catches stderr, `root/tmp` is its TMPDIR.
+/// catches stderr, `root/tmp` is its TMPDIR. `root` (a `temp_dir`, under
+/// $TMPDIR) is searchable by every user, so `nobody` reaches the working
+/// directory (see the permission test).
 struct cli_files_fixture {
-  std::string root;
-  std::string wd;
+  sandbox::test::temp_dir dir;
+  std::string root = dir.path;
+  std::string wd = root + "/w";
 
   cli_files_fixture() {
-    char tmpl[] = "/tmp/sandbox-cli-files-XXXXXX";
-    root = ::mkdtemp(tmpl);
-    wd = root + "/w";
-    ::mkdir(wd.c_str(), 0755);
-    ::mkdir((root + "/tmp").c_str(), 0777);
-    ::chmod((root + "/tmp").c_str(), 0777);
-    // Let `nobody` reach the working directory (see the permission test).
-    ::chmod(root.c_str(), 0755);
-  }
-
-  ~cli_files_fixture() {
-    std::string cmd = "rm -rf '" + root + "'";
-    if (std::system(cmd.c_str()) != 0)
-      return;
+    if (::mkdir(wd.c_str(), 0755) != 0
+        || ::mkdir((root + "/tmp").c_str(), 0777) != 0
+        || ::chmod((root + "/tmp").c_str(), 0777) != 0)
+      CAF_FAIL("cannot prepare " << root);
   }
 
   std::string at(const std::string& rel) const {
@@ -153,10 +136,12 @@ CAF_TEST(read selects lines and prints text as data in json) {
   CAF_CHECK_EQUAL(run("read t.txt --start-line 2 --end-line 2").out, "two\n");
   auto j = run("--json read t.txt --start-line 3");
   auto lines = json_lines(j.out);
-  CAF_REQUIRE_EQUAL(lines.size(), 1u);
-  CAF_CHECK_EQUAL(lines[0]["type"], "lines");
+  CAF_REQUIRE_EQUAL(lines.size(), 2u);
+  CAF_CHECK_EQUAL(lines[0]["type"], "chunk");
   CAF_CHECK_EQUAL(lines[0]["data"], "three\n");
   CAF_CHECK(!lines[0].contains("data_b64"));
+  CAF_CHECK_EQUAL(lines[1]["type"], "lines");
+  CAF_CHECK_EQUAL(lines[1]["bytes"], 6);
   CAF_CHECK_EQUAL(run("read t.txt --start-line 0").status, 2);
   CAF_CHECK_EQUAL(run("read t.txt --start-line 3 --end-line 2").status, 2);
   CAF_CHECK_EQUAL(run("read").status, 2);
@@ -365,12 +350,8 @@ CAF_TEST(file commands of a contained session see its view) {
   spit(root + "/in", "x");
   // A directory the session sees but may not change: in the current
   // directory (the build tree), since the host's /tmp is not in its view.
-  char tmpl[] = "sandbox-cli-contained-XXXXXX";
-  CAF_REQUIRE(::mkdtemp(tmpl) != nullptr);
-  char real[PATH_MAX];
-  CAF_REQUIRE(::realpath(tmpl, real) != nullptr);
-  std::string outside = real;
-  auto target = outside + "/escaped";
+  sandbox::test::outside_dir outside;
+  auto target = outside.path + "/escaped";
   // Outside the working directory, the home, /tmp and /dev/shm: refused,
   // naming the path, and nothing is made.
   auto j = run("--isolation contained write --json " + target + " < ../in");
@@ -381,18 +362,21 @@ CAF_TEST(file commands of a contained session see its view) {
   CAF_CHECK(t.err.find(target) != std::string::npos);
   struct stat st;
   CAF_CHECK_NOT_EQUAL(::lstat(target.c_str(), &st), 0);
-  CAF_CHECK_EQUAL(std::system(("rm -rf '" + outside + "'").c_str()), 0);
   // Inside the working directory, as without isolation.
   CAF_CHECK_EQUAL(run("--isolation contained write inside < ../in").status, 0);
   CAF_CHECK_EQUAL(slurp(at("inside")), "x");
   auto r = run("--isolation contained read inside");
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "x");
-  // /tmp is the session's own: the host's file there is not in its view
-  // (this directory lies in the host's /tmp; only the working directory
-  // comes back into the session's).
-  spit(root + "/host-file", "host");
-  auto h = run("--isolation contained read --json " + root + "/host-file");
+  // /tmp is the session's own: a file in the host's /tmp is not in its
+  // view. The host's /tmp itself is the subject here, whatever TMPDIR says
+  // (only the working directory comes back into the session's /tmp).
+  char host_file[] = "/tmp/sandbox-cli-host-XXXXXX";
+  int fd = ::mkstemp(host_file);
+  CAF_REQUIRE(fd >= 0);
+  ::close(fd);
+  auto h = run("--isolation contained read --json " + std::string{host_file});
+  ::unlink(host_file);
   CAF_CHECK_EQUAL(h.status, 1);
   CAF_CHECK_EQUAL(field(h.out, "code"), "path_not_found");
 }
