@@ -16,6 +16,7 @@
 // CLI inherits (helpers/test_isolation.hpp), so each session the CLI
 // creates, and the default of each `sandbox serve` started, is contained.
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -25,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -114,6 +116,21 @@ inline std::string slurp(const std::string& path) {
 inline void spit(const std::string& path, const std::string& bytes) {
   std::ofstream out{path, std::ios::binary | std::ios::trunc};
   out << bytes;
+}
+
+/// The names in a directory, sorted (empty when it cannot be read).
+inline std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (auto* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        out.push_back(name);
+    }
+    ::closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 /// How `spawn_cli` runs the CLI.
