@@ -2,11 +2,6 @@
 // network layer (caf::io, or caf::openssl with mutual TLS), so that
 // `--node HOST:PORT` and `remote_node` reach it (docs/distributed.md).
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-
 #include <condition_variable>
 #include <filesystem>
 #include <memory>
@@ -23,6 +18,7 @@
 #include "sandbox/actors/node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/session_directories.hpp"
 
 namespace sandbox::cli {
 
@@ -51,13 +47,6 @@ void wait_for_interrupt() {
   std::unique_lock<std::mutex> lock{mtx};
   // A signal that came before the guard is already recorded.
   cv.wait(lock, [&] { return interrupted || interrupted_by() != 0; });
-}
-
-/// `<tmp>/sandbox-<uid>/sessions`: where sessions without a working
-/// directory of their own live by default.
-std::string default_base_directory(const actors::runtime& rt) {
-  return fmt::format("{}/sandbox-{}/sessions", rt.config().temp_directory,
-                     ::geteuid());
 }
 
 int serve(const global_options& g, const serve_flags& f) {
@@ -90,24 +79,28 @@ int serve(const global_options& g, const serve_flags& f) {
     return report(g, ok.error());
   auto rt = std::make_shared<actors::runtime>(rcfg);
   actors::node_config ncfg;
-  ncfg.base_directory = f.base_dir.empty() ? default_base_directory(*rt)
+  // By default sessions without a working directory of their own live in
+  // `<tmp>/sandbox-<uid>/sessions`, below the private directory of the
+  // default homes.
+  auto private_dir = user_directory(rt->config().temp_directory);
+  ncfg.base_directory = f.base_dir.empty() ? private_dir + "/sessions"
                                            : f.base_dir;
   ncfg.client_grace = *grace;
-  std::error_code ec;
+  auto cannot_create = [&](errc code, const std::string& why) {
+    return report(g, {code, fmt::format("serve: cannot create the base "
+                                        "directory {}: {}",
+                                        ncfg.base_directory, why)});
+  };
+  // Made and checked as for the homes: never followed through a symlink
+  // another user planted.
   if (f.base_dir.empty()) {
-    // The parent is the private directory of the default homes: made
-    // private (0700) here when it is not there yet.
-    auto parent = std::filesystem::path{ncfg.base_directory}.parent_path();
-    if (::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
-      ec = std::error_code{errno, std::generic_category()};
+    if (auto ok = make_private_directory(private_dir); !ok)
+      return cannot_create(ok.error().code, ok.error().message);
   }
-  if (!ec)
-    std::filesystem::create_directories(ncfg.base_directory, ec);
+  std::error_code ec;
+  std::filesystem::create_directories(ncfg.base_directory, ec);
   if (ec)
-    return report(g, {errc::io_error,
-                      fmt::format("serve: cannot create the base directory "
-                                  "{}: {}",
-                                  ncfg.base_directory, ec.message())});
+    return cannot_create(errc::io_error, ec.message());
   if (auto ok = actors::validate(ncfg); !ok)
     return report(g, ok.error());
   // Never destroyed: the process ends with std::_Exit once every session

@@ -38,7 +38,8 @@ result<void> check_private(const std::string& path) {
   return {};
 }
 
-/// Creates `path` with the private mode unless it exists, then checks it.
+} // namespace
+
 result<void> make_private_directory(const std::string& path) {
   if (::mkdir(path.c_str(), private_directory_mode) == 0) {
     // The umask may have taken bits away; none may be added.
@@ -48,8 +49,6 @@ result<void> make_private_directory(const std::string& path) {
   }
   return check_private(path);
 }
-
-} // namespace
 
 result<std::string> current_directory() {
   std::vector<char> buf(PATH_MAX);
@@ -70,8 +69,12 @@ result<std::string> make_directories(std::string path, std::string_view what) {
   return path;
 }
 
+std::string user_directory(std::string_view temp_directory) {
+  return fmt::format("{}/sandbox-{}", temp_directory, ::geteuid());
+}
+
 std::string default_home(std::string_view temp_directory) {
-  return fmt::format("{}/sandbox-{}/home", temp_directory, ::geteuid());
+  return user_directory(temp_directory) + "/home";
 }
 
 result<void> make_private_home(const std::string& home) {

@@ -137,6 +137,11 @@ bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size()
+         && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 } // namespace
 
 CAF_TEST_FIXTURE_SCOPE(cli_hardening_tests, fixture)
@@ -579,6 +584,29 @@ CAF_TEST(an unusable TMPDIR is one error line naming it) {
   // The path itself comes from the session's directory setup (the home
   // below TMPDIR); the CLI keeps it to one line, exit 1.
   CAF_CHECK(r.out.find("/nonexistent-sandbox-test") != std::string::npos);
+}
+
+CAF_TEST(serve refuses a symlink planted at its private directory) {
+  // Another user of a shared TMPDIR plants `sandbox-UID` as a symlink to a
+  // directory of theirs. The real CLI in every mode: serve takes no --node.
+  CAF_REQUIRE_EQUAL(::mkdir(dir.at("tmp").c_str(), 0755), 0);
+  CAF_REQUIRE_EQUAL(::mkdir(dir.at("victim").c_str(), 0777), 0);
+  auto planted = dir.at("tmp/sandbox-" + std::to_string(::geteuid()));
+  CAF_REQUIRE_EQUAL(::symlink(dir.at("victim").c_str(), planted.c_str()), 0);
+  auto r = run_shell("cd '" + dir.path + "' && TMPDIR='" + dir.at("tmp")
+                     + "' timeout -s KILL 60 " + SANDBOX_CLI
+                     + " serve --port 0 2>&1; echo rc=$?");
+  CAF_MESSAGE("serve said: " << r.out);
+  CAF_CHECK(ends_with(r.out, "\nrc=1\n"));
+  CAF_CHECK_EQUAL(count_lines(r.out), 2u);
+  CAF_CHECK(r.out.find("refusing " + planted + ": it is a symlink")
+            != std::string::npos);
+  CAF_CHECK(r.out.find("listening") == std::string::npos);
+  // Nothing was created through the link, and the link is left alone.
+  CAF_CHECK(names_in(dir.at("victim")).empty());
+  struct stat st;
+  CAF_CHECK_EQUAL(::lstat(planted.c_str(), &st), 0);
+  CAF_CHECK(S_ISLNK(st.st_mode));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -30,16 +30,31 @@ result<std::string> current_directory();
 ///          directory, `permission_denied`, `io_error`.
 result<std::string> make_directories(std::string path, std::string_view what);
 
+/// Returns the private directory of this user under `temp_directory`:
+/// `<temp_directory>/sandbox-<euid>`, made ready by `make_private_directory`.
+std::string user_directory(std::string_view temp_directory);
+
 /// Returns the default home of the sessions of this user under
 /// `temp_directory`: `<temp_directory>/sandbox-<euid>/home`.
 std::string default_home(std::string_view temp_directory);
 
+/// Makes `path` a private directory of the effective user: created with
+/// mode `private_directory_mode` when missing (its parent must exist), then
+/// checked with lstat to be a real directory (not a symlink, never followed)
+/// owned by the effective user with no access for group or others. Used for
+/// the per-user directory `<temp_directory>/sandbox-<euid>` by every part
+/// that puts something there (the default home, `sandbox serve`'s default
+/// base directory).
+/// @returns `permission_denied` naming the path when a check fails
+///          (`refusing PATH: it is a symlink, not a directory of its own`,
+///          another owner, a mode that lets others in), the errno's code
+///          naming the path when it cannot be created or inspected.
+result<void> make_private_directory(const std::string& path);
+
 /// Makes the default home `home` (as returned by `default_home`) ready for
 /// use: its parent (the per-user directory) and `home` itself are created
-/// with mode `private_directory_mode` when missing, and both are checked
-/// with lstat to be real directories (not symlinks) owned by the effective
-/// user with no access for group or others. Nothing is ever created
-/// through a symlink another user planted.
+/// as by `make_private_directory`. Nothing is ever created through a
+/// symlink another user planted.
 /// @returns `permission_denied` naming the path when a check fails (a
 ///          symlink, another owner, a mode that lets others in), the
 ///          errno's code naming the path when it cannot be created (e.g. a
