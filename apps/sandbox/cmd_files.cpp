@@ -5,14 +5,18 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "cli.hpp"
 #include "interrupt.hpp"
 #include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/fs/file_io.hpp"
 
 namespace sandbox::cli {
 
@@ -60,10 +64,33 @@ size_t incomplete_utf8_tail(std::string_view bytes) {
   return 0;
 }
 
-/// `read --json` of a whole file: data lines as the file streams in, then
-/// one summary line. Memory holds about one chunk.
-int read_json_stream(const global_options& g, actors::blocking_files& files,
-                     const std::string& path) {
+/// Streams the bytes of `path` through `out`, each piece as it arrives.
+/// With `range`, only the bytes of its lines, and the stream ends once the
+/// last of them is complete. Memory holds one chunk. Stops when `out`
+/// returns false (the stream's error is then `aborted`).
+result<void> stream_file(actors::blocking_files& files, const std::string& path,
+                         fs::line_range* range,
+                         const std::function<bool(std::string_view)>& out) {
+  auto total = files.read_stream(path, [&](const std::string& chunk) {
+    auto part = range == nullptr ? std::string_view{chunk}
+                                 : range->select(chunk);
+    if (!part.empty() && !out(part))
+      return false;
+    return range == nullptr || !range->done();
+  });
+  // Cancelled by us after the range's last line: nothing is missing.
+  if (!total && (range == nullptr || !range->done()))
+    return total.error();
+  return {};
+}
+
+/// `read --json`: `chunk` lines as the file (or the lines of `range`)
+/// streams in, then the line `summary` makes of the count of bytes
+/// printed. Memory holds about one chunk.
+int read_json_stream(
+  const global_options& g, actors::blocking_files& files,
+  const std::string& path, fs::line_range* range,
+  const std::function<nlohmann::ordered_json(uint64_t)>& summary) {
   uint64_t offset = 0;
   std::string pending;
   auto flush = [&](bool last) {
@@ -77,18 +104,15 @@ int read_json_stream(const global_options& g, actors::blocking_files& files,
     pending.erase(0, out.size());
     return print_json(j);
   };
-  auto total = files.read_stream(path, [&](const std::string& chunk) {
-    pending += chunk;
+  auto done = stream_file(files, path, range, [&](std::string_view bytes) {
+    pending += bytes;
     return flush(false);
   });
-  if (!total)
-    return report(g, total.error());
+  if (!done)
+    return report(g, done.error());
   if (!flush(true))
     return exit_error;
-  nlohmann::ordered_json j{{"type", "read"}};
-  put_path(j, "path", path);
-  j["size"] = *total;
-  print_json(j);
+  print_json(summary(offset));
   return exit_ok;
 }
 
@@ -131,33 +155,29 @@ command add_read(CLI::App& app, global_options& g) {
                                         "--end-line {}",
                                         start, end));
     return with_files(g, [&](actors::blocking_files& files) {
-      auto lines = start != 0 || end != 0;
-      if (!lines && g.json)
-        return read_json_stream(g, files, f->path);
-      if (!lines) {
-        // Raw bytes stream straight through: memory holds one chunk.
-        auto total = files.read_stream(f->path, [](const std::string& chunk) {
-          return emit(1, chunk);
+      std::optional<fs::line_range> range;
+      if (start != 0 || end != 0)
+        range.emplace(start, end);
+      auto* lines = range ? &*range : nullptr;
+      if (g.json)
+        return read_json_stream(g, files, f->path, lines, [&](uint64_t bytes) {
+          nlohmann::ordered_json j{{"type", lines ? "lines" : "read"}};
+          put_path(j, "path", f->path);
+          if (!lines) {
+            j["size"] = bytes;
+            return j;
+          }
+          j["start_line"] = start == 0 ? 1 : start;
+          j["end_line"] = end == 0 ? nlohmann::ordered_json{}
+                                   : nlohmann::ordered_json(end);
+          j["bytes"] = bytes;
+          return j;
         });
-        if (!total && !output_failed())
-          return report(g, total.error());
-        return exit_ok;
-      }
-      auto bytes = files.read_text(f->path, start == 0 ? 1 : start, end);
-      if (!bytes)
-        return report(g, bytes.error());
-      if (!g.json) {
-        emit(1, *bytes);
-        return exit_ok;
-      }
-      nlohmann::ordered_json j{{"type", "lines"}};
-      put_path(j, "path", f->path);
-      j["start_line"] = start == 0 ? 1 : start;
-      j["end_line"] = end == 0 ? nlohmann::ordered_json{}
-                               : nlohmann::ordered_json(end);
-      j["bytes"] = bytes->size();
-      put_bytes(j, *bytes);
-      print_json(j);
+      // Raw bytes stream straight through: memory holds one chunk.
+      auto done = stream_file(files, f->path, lines,
+                              [](std::string_view b) { return emit(1, b); });
+      if (!done && !output_failed())
+        return report(g, done.error());
       return exit_ok;
     });
   };

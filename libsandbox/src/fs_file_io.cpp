@@ -148,30 +148,42 @@ result<std::string> read_text(const std::string& abs, uint64_t start_line,
   auto reader = file_reader::open(abs);
   if (!reader)
     return reader.error();
+  line_range range{start_line, end_line};
   std::string result;
-  uint64_t line = 1;
-  for (;;) {
+  // Stop as soon as the last wanted line is complete: no need to stream
+  // the rest of a large file.
+  while (!range.done()) {
     auto chunk = reader->next(text_chunk);
     if (!chunk)
       return chunk.error();
     if (chunk->empty())
-      return result;
-    std::string_view rest = *chunk;
-    while (!rest.empty()) {
-      auto nl = rest.find('\n');
-      auto len = nl == std::string_view::npos ? rest.size() : nl + 1;
-      if (line >= start_line)
-        result.append(rest.data(), len);
-      rest.remove_prefix(len);
-      if (nl != std::string_view::npos) {
-        // Stop as soon as the last wanted line is complete: no need to
-        // stream the rest of a large file.
-        if (end_line != 0 && line == end_line)
-          return result;
-        ++line;
-      }
-    }
+      break;
+    result += range.select(*chunk);
   }
+  return result;
+}
+
+// -- line_range ---------------------------------------------------------------
+
+std::string_view line_range::select(std::string_view chunk) noexcept {
+  if (done_)
+    return {};
+  size_t from = chunk.size(); // where the selection starts
+  size_t at = 0;
+  while (at < chunk.size()) {
+    if (line_ >= start_ && from == chunk.size())
+      from = at;
+    auto nl = chunk.find('\n', at);
+    if (nl == std::string_view::npos)
+      break; // the line goes on in the next chunk
+    at = nl + 1;
+    if (end_ != 0 && line_ == end_) {
+      done_ = true;
+      return chunk.substr(from, at - from);
+    }
+    ++line_;
+  }
+  return chunk.substr(from);
 }
 
 // -- file_reader --------------------------------------------------------------

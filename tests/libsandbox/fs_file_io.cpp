@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <tuple>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -156,6 +157,42 @@ CAF_TEST(read_text finds lines across chunk boundaries) {
   auto tail = read_text(path("big"), 50'000, 0);
   CAF_REQUIRE(tail);
   CAF_CHECK_EQUAL(*tail, "line 50000\n");
+}
+
+CAF_TEST(a line range selects the same bytes however the stream is cut) {
+  // What the CLI's streamed `read --start-line/--end-line` relies on.
+  using sandbox::fs::line_range;
+  const std::string text = "one\n\ntwo\nthree\nfour";
+  auto whole = [&](uint64_t from, uint64_t to) {
+    line_range r{from, to};
+    return std::string{r.select(text)};
+  };
+  CAF_CHECK_EQUAL(whole(1, 1), "one\n");
+  CAF_CHECK_EQUAL(whole(2, 2), "\n");
+  CAF_CHECK_EQUAL(whole(3, 4), "two\nthree\n");
+  CAF_CHECK_EQUAL(whole(4, 0), "three\nfour");
+  CAF_CHECK_EQUAL(whole(0, 0), text);
+  CAF_CHECK_EQUAL(whole(6, 9), "");
+  // (from, to, offset just after the end line; 0: never complete)
+  using range_case = std::tuple<uint64_t, uint64_t, size_t>;
+  for (size_t size : {1u, 2u, 3u, 7u}) {
+    for (auto [from, to, end_at] :
+         {range_case{1, 1, 4}, range_case{2, 3, 9}, range_case{3, 0, 0},
+          range_case{5, 5, 0}, range_case{6, 0, 0}}) {
+      line_range r{from, to};
+      std::string got;
+      size_t fed = 0;
+      for (; fed < text.size() && !r.done(); fed += size)
+        got += r.select(std::string_view{text}.substr(fed, size));
+      CAF_CHECK_EQUAL(got, whole(from, to));
+      CAF_CHECK_EQUAL(r.done(), end_at != 0);
+      if (end_at != 0) {
+        // Done with the chunk that completes the end line, not later.
+        CAF_CHECK_LESS(fed - size, end_at);
+        CAF_CHECK(r.select("more\n").empty());
+      }
+    }
+  }
 }
 
 CAF_TEST(a file reader streams chunks and can be replayed) {

@@ -39,6 +39,37 @@ result<std::string> read_file(const std::string& abs);
 result<std::string> read_text(const std::string& abs, uint64_t start_line,
                               uint64_t end_line);
 
+/// Picks lines `start_line` to `end_line` (1-based, both inclusive; 0 as
+/// the end: to the end) out of a byte stream fed chunk by chunk, with the
+/// line rules of `read_text` ('\n' ends a line and is kept). Holds no bytes
+/// itself, so a caller that passes each selected piece on at once streams
+/// a range of any size in the memory of one chunk. `read_text` and the
+/// CLI's `read --start-line/--end-line` use it.
+class line_range {
+public:
+  /// `start_line` 0 counts as 1.
+  line_range(uint64_t start_line, uint64_t end_line) noexcept
+    : start_(start_line == 0 ? 1 : start_line), end_(end_line) {
+  }
+
+  /// The part of `chunk` (the next bytes of the stream) inside the range:
+  /// a view into `chunk`, empty when none is. Bytes after the last wanted
+  /// line are never selected.
+  std::string_view select(std::string_view chunk) noexcept;
+
+  /// Whether the last wanted line is complete: no later byte is selected,
+  /// so the caller may stop reading.
+  bool done() const noexcept {
+    return done_;
+  }
+
+private:
+  uint64_t start_;
+  uint64_t end_;
+  uint64_t line_ = 1;
+  bool done_ = false;
+};
+
 /// A forward-only stream over the bytes of one regular file (§12). Each
 /// `open` starts a fresh stream at offset 0, so a stream can be replayed by
 /// opening it again. Move-only; closes its descriptor on destruction.
