@@ -190,13 +190,16 @@ CAF_TEST(in the cgroup mode a setsid escaper ends with the node too) {
   }
   auto dead = check_nothing_outlives({"escape"}, sigkill);
   // The process's cgroup directory stays behind (the watchdog only kills);
-  // the next node on the host removes it.
+  // the next node on the host removes it. That may be a node of another
+  // suite running beside this one, before our own call does.
   CAF_REQUIRE(!dead.cgroup.empty());
   struct stat st;
-  CAF_CHECK_EQUAL(::stat(dead.cgroup.c_str(), &st), 0);
   auto own = dead.cgroup.substr(0, dead.cgroup.rfind('/'));
-  CAF_CHECK_GREATER_OR_EQUAL(sandbox::remove_dead_cgroups(own), 1u);
-  CAF_CHECK_NOT_EQUAL(::stat(dead.cgroup.c_str(), &st), 0);
+  auto removed = sandbox::remove_dead_cgroups(own);
+  bool gone = ::stat(dead.cgroup.c_str(), &st) != 0;
+  if (removed == 0 && gone)
+    CAF_MESSAGE("another node on the host removed " << dead.cgroup);
+  CAF_CHECK(gone);
 }
 
 CAF_TEST(the watchdog writes to cgroup.kill of every watched cgroup) {
