@@ -4,6 +4,7 @@
 // JSON lines (and what happens when it cannot be written), errors, option
 // values, and the session a subcommand runs in.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -122,8 +123,9 @@ result<size_t> read_full(int fd, std::string& buf, std::string_view what,
 result<std::pair<std::string, std::string>>
 parse_env_entry(const std::string& entry);
 
-/// The largest --timeout, in seconds.
-constexpr double max_timeout_seconds = 1e9;
+/// The largest --timeout, in seconds: the library's `max_exec_timeout`.
+constexpr double max_timeout_seconds
+  = std::chrono::duration<double>(max_exec_timeout).count();
 
 /// Parses --timeout: seconds from 0 to `max_timeout_seconds`, fractions
 /// allowed; 0 means none. Errors (usage) name the option and the range.
