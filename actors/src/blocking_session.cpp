@@ -20,14 +20,19 @@ struct embedded_node::impl {
   // gets its mask back at once.
   sigpipe_block no_sigpipe;
   caf::actor_system sys;
-  impl() : sys(cfg) {
+  explicit impl(const scheduler_config& sched) : sys(configured(cfg, sched)) {
     no_sigpipe.restore();
+  }
+  static system_config& configured(system_config& cfg,
+                                   const scheduler_config& sched) {
+    configure_scheduler(cfg, sched);
+    return cfg;
   }
 };
 
 embedded_node::embedded_node(runtime_config cfg, node_config ncfg)
   : rt_(std::make_shared<runtime>(std::move(cfg))),
-    impl_(std::make_unique<impl>()) {
+    impl_(std::make_unique<impl>(ncfg.scheduler)) {
   node_ = spawn_node(impl_->sys, rt_, std::move(ncfg));
 }
 

@@ -3,11 +3,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -256,7 +259,26 @@ result<void> validate(const node_config& cfg) {
                  fmt::format("invalid node_config.client_grace {} ms: must "
                              "not be negative",
                              cfg.client_grace.count())};
+  if (cfg.scheduler.threads > max_scheduler_threads)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid node_config.scheduler.threads {}: must "
+                             "be 0 (one per core) to {}",
+                             cfg.scheduler.threads, max_scheduler_threads)};
   return {};
+}
+
+void configure_scheduler(caf::actor_system_config& cfg,
+                         const scheduler_config& sched) {
+  if (sched.policy == scheduler_policy::sharing)
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+  else
+    cfg.set("scheduler.policy", caf::atom("stealing"));
+  if (sched.threads > max_scheduler_threads)
+    return;
+  size_t threads = sched.threads;
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", threads);
 }
 
 node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,

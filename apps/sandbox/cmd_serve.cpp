@@ -107,6 +107,7 @@ int serve(const global_options& g, const serve_flags& f) {
   // is stopped, without waiting for the network layer to wind down.
   auto* cfg = new actors::system_config;
   actors::configure_remote(*cfg, tls);
+  actors::configure_scheduler(*cfg, ncfg.scheduler);
   auto* sys = new caf::actor_system{*cfg};
   auto node = actors::spawn_node(*sys, rt, ncfg);
   auto bound = actors::publish_node(

@@ -69,7 +69,8 @@ enum class verdict { none, met, not_met, not_available };
 
 /// One line of the results table (and of results.csv).
 struct row {
-  /// Scenario number (1–10 as in the issue; 11: contained vs none).
+  /// Scenario number (1–10 as in the issue; 11: contained vs none; 12: the
+  /// scheduler).
   int scenario = 0;
   /// Stable key for plots and scripts, e.g. "exec_c8".
   std::string key;
@@ -111,7 +112,7 @@ actors::session_config session_config_for(const options& opt,
                                           const std::string& name);
 
 /// Creates a session or throws `std::runtime_error` naming the failure.
-actors::blocking_session make_session(actors::embedded_node& node,
+actors::blocking_session make_session(actors::basic_node& node,
                                       const options& opt,
                                       const std::string& name);
 
@@ -213,6 +214,10 @@ std::vector<row> run_remote(const options& opt);
 /// 11: contained sessions against none: exec `true` at concurrency 1 and 8
 /// with latency, and session creation up to its first execution.
 std::vector<row> run_contained(const options& opt);
+
+/// 12: the node's scheduler (sharing, stealing, tuned stealing) against
+/// CAF's default: exec `true` at concurrency 1 and 8, session round trips.
+std::vector<row> run_scheduler(const options& opt);
 
 // -- helpers run as children --------------------------------------------------
 

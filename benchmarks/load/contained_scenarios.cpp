@@ -39,17 +39,6 @@ make_isolated(actors::embedded_node& node, const options& opt,
   return std::move(*s);
 }
 
-/// Adds `b` to `a`: operations, errors, time, latencies and CPU.
-void merge(load_result& a, const load_result& b) {
-  a.ops += b.ops;
-  a.errors += b.errors;
-  a.seconds += b.seconds;
-  a.cpu.self += b.cpu.self;
-  a.cpu.children += b.cpu.children;
-  a.latencies_ms.insert(a.latencies_ms.end(), b.latencies_ms.begin(),
-                        b.latencies_ms.end());
-}
-
 /// One timed phase of `true` on `c` fresh sessions of `mode` (their first
 /// execution, which starts a contained session's init, is in the warm-up).
 load_result exec_phase(actors::embedded_node& node, const options& opt,

@@ -41,6 +41,17 @@ struct load_result {
   }
 };
 
+/// Adds `b` to `a`: operations, errors, time, latencies and CPU.
+inline void merge(load_result& a, const load_result& b) {
+  a.ops += b.ops;
+  a.errors += b.errors;
+  a.seconds += b.seconds;
+  a.cpu.self += b.cpu.self;
+  a.cpu.children += b.cpu.children;
+  a.latencies_ms.insert(a.latencies_ms.end(), b.latencies_ms.begin(),
+                        b.latencies_ms.end());
+}
+
 /// CPU per execution (this process + its children) of both sides, named
 /// `ours_name` and `base_name`, and failures if there were any.
 inline std::string exec_note(const load_result& ours, const load_result& base,

@@ -52,6 +52,10 @@ std::vector<group> all_groups() {
      "contained vs none sessions: exec at concurrency 1 and 8, session "
      "create + first exec",
      run_contained},
+    {"scheduler", 12,
+     "the node's scheduler (sharing, stealing, tuned stealing) vs CAF's "
+     "default: exec at concurrency 1 and 8, session round trips",
+     run_scheduler},
   };
 }
 

@@ -40,7 +40,7 @@ actors::session_config session_config_for(const options& opt,
   return cfg;
 }
 
-actors::blocking_session make_session(actors::embedded_node& node,
+actors::blocking_session make_session(actors::basic_node& node,
                                       const options& opt,
                                       const std::string& name) {
   auto s = actors::blocking_session::create(node,

@@ -4,7 +4,14 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <thread>
+
+#include <caf/actor_system_config.hpp>
+#include <caf/scheduler/abstract_coordinator.hpp>
+
 #include "fixture.hpp"
+#include "sandbox/actors/registration.hpp"
 
 using namespace std::chrono_literals;
 using namespace sandbox;
@@ -80,6 +87,65 @@ CAF_TEST(an empty port range is refused) {
   auto s = blocking_session::create(node, scfg());
   CAF_REQUIRE(!s);
   CAF_CHECK(s.error().code == errc::invalid_argument);
+}
+
+CAF_TEST(the node schedules its actors by sharing with a worker per core) {
+  embedded_node node{test::suite_runtime_config(), node_config{}};
+  auto& sys = node.system();
+  CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
+                              caf::atom("none")),
+                  caf::atom("sharing"));
+  auto cores = std::max(1u, std::thread::hardware_concurrency());
+  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), cores);
+  auto s = blocking_session::create(node, scfg());
+  SANDBOX_REQUIRE_OK(s);
+  auto r = s->execute("echo scheduled");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data, "scheduled\n");
+}
+
+CAF_TEST(the embedder chooses the policy and the workers of the node) {
+  node_config ncfg;
+  ncfg.scheduler.policy = scheduler_policy::stealing;
+  ncfg.scheduler.threads = 3;
+  CAF_CHECK(validate(ncfg));
+  embedded_node node{test::suite_runtime_config(), ncfg};
+  auto& sys = node.system();
+  CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
+                              caf::atom("none")),
+                  caf::atom("stealing"));
+  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), 3u);
+  auto s = blocking_session::create(node, scfg());
+  SANDBOX_REQUIRE_OK(s);
+  auto r = s->execute("echo stolen");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data, "stolen\n");
+  // The same keys for an embedder that makes its own actor system.
+  system_config cfg;
+  ncfg.scheduler = {scheduler_policy::sharing, 1};
+  configure_scheduler(cfg, ncfg.scheduler);
+  CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.policy", caf::atom("none")),
+                  caf::atom("sharing"));
+  CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.max-threads", size_t{0}), 1u);
+}
+
+CAF_TEST(too many scheduler threads are refused at every request naming them) {
+  node_config ncfg;
+  ncfg.scheduler.threads = max_scheduler_threads + 1;
+  auto ok = validate(ncfg);
+  CAF_REQUIRE(!ok);
+  CAF_CHECK(ok.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(ok.error().message, "node_config.scheduler.threads 257"));
+  ncfg.scheduler.threads = max_scheduler_threads;
+  CAF_CHECK(validate(ncfg));
+  ncfg.scheduler.threads = 1000000;
+  // The actor system keeps CAF's default worker count; the node refuses.
+  embedded_node node{test::suite_runtime_config(), ncfg};
+  CAF_CHECK(node.system().scheduler().num_workers() <= 64u);
+  auto s = blocking_session::create(node, scfg());
+  CAF_REQUIRE(!s);
+  CAF_CHECK(s.error().code == errc::invalid_argument);
+  CAF_CHECK(contains(s.error().message, "scheduler.threads 1000000"));
 }
 
 CAF_TEST(a base directory with a NUL byte is refused) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -20,6 +21,38 @@ namespace sandbox::actors {
 using first_create_hook
   = std::function<caf::error(caf::actor_system&, restricted_session)>;
 
+/// How the actor system of a node schedules its actors (CAF's scheduler).
+enum class scheduler_policy {
+  /// Workers share one queue; an idle worker sleeps on a condition variable
+  /// until work arrives. The default: a node's actors exchange a message per
+  /// step of an execution, and a sleeping worker costs nothing.
+  sharing,
+  /// CAF's own default: each worker has a queue and steals from the others;
+  /// an idle worker polls for work between short sleeps (CPU even when idle).
+  stealing,
+};
+
+/// The largest `scheduler_config::threads`.
+inline constexpr size_t max_scheduler_threads = 256;
+
+/// The scheduler of the actor system that hosts a node: applied by
+/// `embedded_node`, and by `configure_scheduler` for an embedder that makes
+/// its own actor system (docs/benchmarks.md, "The scheduler", has the
+/// measurements behind the defaults).
+struct scheduler_config {
+  scheduler_policy policy = scheduler_policy::sharing;
+  /// Worker threads, 1 to `max_scheduler_threads`; 0: one per core (CAF's
+  /// own default is at least 4, which on a small machine only adds wake-ups).
+  size_t threads = 0;
+};
+
+/// Sets `cfg`'s scheduler keys (`scheduler.policy`, `scheduler.max-threads`)
+/// from `sched`; call before the actor system is made. A `threads` value
+/// out of range is left to `validate(node_config)` to report: the keys then
+/// keep their defaults.
+void configure_scheduler(caf::actor_system_config& cfg,
+                         const scheduler_config& sched);
+
 /// Settings of a node (the provider). `validate` says whether a node can
 /// work with them.
 struct node_config {
@@ -35,6 +68,9 @@ struct node_config {
   /// connection dropped) live on before the node stops them; detached
   /// sessions are never stopped that way. Not negative.
   std::chrono::milliseconds client_grace{30000};
+  /// The scheduler of the node's actor system; used where the node makes
+  /// that system (`embedded_node`, `sandbox serve`).
+  scheduler_config scheduler;
 };
 
 /// Checks every value of `cfg`.
