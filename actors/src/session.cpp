@@ -76,6 +76,9 @@ struct session_state {
   /// The home exists and passed its checks (the default home is made at the
   /// first execution, so that file operations never need one).
   bool home_ready = false;
+  /// The session's layers of every child's environment, flattened at its
+  /// first launch (`session_env_block`).
+  std::shared_ptr<const std::vector<std::string>> env_block;
   /// Process actors whose child runs (no result yet), by address. Only they
   /// are held: a finished execution's actor goes away once its result is
   /// delivered, a finished spawned process's once its last handle is gone.
@@ -142,15 +145,28 @@ caf::error session_stopped(const session_state& st) {
 }
 
 /// The child's environment, lowest layer first (§4): node process env <
-/// HOME < session env < per-call env, plus the marker entry.
-env_map layered_env(const session_state& st, const env_map& call,
-                    uint64_t exec_id) {
-  env_map env = st.p.rt->base_env();
-  env["HOME"] = st.p.home_directory;
-  for (auto& [k, v] : st.p.env)
-    env[k] = v;
-  for (auto& [k, v] : call)
-    env[k] = v;
+/// HOME < session env, built once per session (`launch_spec::env_block`)...
+const std::shared_ptr<const std::vector<std::string>>&
+session_env_block(session_state& st) {
+  if (!st.env_block) {
+    env_map env = st.p.rt->base_env();
+    env["HOME"] = st.p.home_directory;
+    for (auto& [k, v] : st.p.env)
+      env[k] = v;
+    auto block = std::make_shared<std::vector<std::string>>();
+    block->reserve(env.size());
+    for (auto& [k, v] : env)
+      block->push_back(k + "=" + v);
+    st.env_block = std::move(block);
+  }
+  return st.env_block;
+}
+
+/// ... < per-call env, plus the marker entry: what a launch adds to the
+/// session's block (`launch_spec::env`).
+env_map call_env(const session_state& st, const env_map& call,
+                 uint64_t exec_id) {
+  env_map env = call;
   env[std::string{marker_variable}] = fmt::format("{}/{}/", st.p.id, exec_id);
   return env;
 }
@@ -192,7 +208,8 @@ result<launch_spec> prepare(session_state& st, const std::string& cmd,
                               : fs::resolve(st.p.working_directory, opts.cwd);
   spec.executable = st.p.rt->config().shell;
   spec.argv = {spec.executable, "-c", cmd};
-  spec.env = layered_env(st, opts.env, exec_id);
+  spec.env_block = session_env_block(st);
+  spec.env = call_env(st, opts.env, exec_id);
   return spec;
 }
 

@@ -19,6 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -229,8 +231,29 @@ struct exec_arrays {
     env_strings.reserve(spec.env.size());
     for (auto& [k, v] : spec.env)
       env_strings.push_back(k + "=" + v);
-    for (auto& kv : env_strings)
+    // Both sequences are in the order of their names: one merge, an entry
+    // of `env` replacing the block's entry of the same name.
+    static const std::vector<std::string> no_block;
+    const auto& block = spec.env_block ? *spec.env_block : no_block;
+    envp.reserve(block.size() + env_strings.size() + 1);
+    auto own = spec.env.begin();
+    size_t next = 0;
+    auto push = [this](const std::string& kv) {
       envp.push_back(const_cast<char*>(kv.c_str()));
+    };
+    for (auto& kv : block) {
+      std::string_view name{kv.data(), kv.find('=')};
+      for (; own != spec.env.end() && own->first < name; ++own)
+        push(env_strings[next++]);
+      if (own != spec.env.end() && own->first == name) {
+        push(env_strings[next++]);
+        ++own;
+        continue;
+      }
+      push(kv);
+    }
+    for (; next < env_strings.size(); ++next)
+      push(env_strings[next]);
     envp.push_back(nullptr);
   }
 };

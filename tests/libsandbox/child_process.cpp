@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sandbox/child_process.hpp"
+#include "sandbox/launcher.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/reaper.hpp"
 
@@ -135,6 +136,42 @@ CAF_TEST(a child reaped by its exit watch is released once) {
     CAF_CHECK_EQUAL(reaper::owned_count(), before);
   }
   CAF_CHECK_EQUAL(reaper::owned_count(), before);
+}
+
+CAF_TEST(a shared environment block is merged with the launch own entries) {
+  // The block and `env` are each in the order of their names; an entry of
+  // `env` replaces the block's entry of the same name, wherever it falls.
+  sandbox::launch_spec spec;
+  spec.executable = "/usr/bin/env";
+  spec.argv = {"env"};
+  spec.cwd = "/";
+  spec.env_block = std::make_shared<const std::vector<std::string>>(
+    std::vector<std::string>{"A=block", "B=block", "D=block", "D2=x=y",
+                             "Z=block"});
+  spec.env
+    = {{"0", "own"}, {"B", "own"}, {"C", "own"}, {"Z", "own"}, {"ZZ", "own"}};
+  auto child = sandbox::launch(spec);
+  SANDBOX_REQUIRE_OK(child);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(child->stdout_r.get(), buf, sizeof(buf))) > 0)
+    out.append(buf, static_cast<size_t>(n));
+  int status = -1;
+  CAF_CHECK_EQUAL(::waitpid(child->pid, &status, 0), child->pid);
+  CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CAF_CHECK_EQUAL(out, "0=own\nA=block\nB=own\nC=own\nD=block\nD2=x=y\n"
+                       "Z=own\nZZ=own\n");
+  // Without a block, `env` alone.
+  spec.env_block = nullptr;
+  spec.env = {{"ONLY", "1"}};
+  auto alone = sandbox::launch(spec);
+  SANDBOX_REQUIRE_OK(alone);
+  out.clear();
+  while ((n = ::read(alone->stdout_r.get(), buf, sizeof(buf))) > 0)
+    out.append(buf, static_cast<size_t>(n));
+  CAF_CHECK_EQUAL(::waitpid(alone->pid, &status, 0), alone->pid);
+  CAF_CHECK_EQUAL(out, "ONLY=1\n");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

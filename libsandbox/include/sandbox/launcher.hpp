@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,14 @@ struct launch_spec {
   std::vector<std::string> argv;
   /// Working directory of the child; must exist.
   std::string cwd;
-  /// The child's complete environment.
+  /// The child's environment: `env_block`'s entries, each replaced by the
+  /// entry of the same name in `env` when `env` has one, and the rest of
+  /// `env`, in the order of their names.
   env_map env;
+  /// `NAME=value` entries in the order of their names (no name twice): the
+  /// part of the environment that many launches share, flattened once (a
+  /// session's layers below the per-call ones). Null: only `env`.
+  std::shared_ptr<const std::vector<std::string>> env_block;
   /// Gives the child a stdin pipe; otherwise its stdin is /dev/null.
   bool pipe_stdin = false;
   /// A cgroup v2 directory the child is born in (`CLONE_INTO_CGROUP`);
