@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "bench.hpp"
+#include "sandbox/child_process.hpp"
 
 namespace sandbox::bench {
 
@@ -18,8 +19,9 @@ namespace {
 /// The child's sleep between its two lines (see the `gap` helper).
 constexpr double gap_ms = 100.0;
 
-/// Bytes per read of the raw baselines (as the reactor reads).
-constexpr size_t read_size = 64 * 1024;
+/// Bytes per read of the raw baselines: as the reactor reads a busy
+/// stream (child_process::max_read_size), from a pipe of the same size.
+constexpr size_t read_size = child_process::max_read_size;
 
 /// Runs `argv` with its stdout on a pipe and calls `on_read(n)` for every
 /// read that returned bytes, in this thread; returns the wait status.
@@ -28,6 +30,9 @@ int raw_pipe_run(const std::vector<std::string>& argv, F on_read) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe2 failed");
+  // The pipe size the reactor gives a busy stream (as far as the system
+  // allows: the same fcntl, the same limit).
+  (void) ::fcntl(fds[0], F_SETPIPE_SZ, static_cast<int>(read_size));
   auto pid = raw_spawn(argv, fds[1]);
   ::close(fds[1]);
   if (pid < 0) {

@@ -1,10 +1,14 @@
 #include "sandbox/child_process.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -94,25 +98,66 @@ void child_process::release() {
     ::rmdir(cgroup_.c_str());
 }
 
+namespace {
+
+/// The largest pipe this process may make: `max_read_size`, or less where
+/// /proc/sys/fs/pipe-max-size says so.
+int max_pipe_size() {
+  static const int size = [] {
+    long limit = 0;
+    if (auto* f = std::fopen("/proc/sys/fs/pipe-max-size", "re")) {
+      if (std::fscanf(f, "%ld", &limit) != 1)
+        limit = 0;
+      std::fclose(f);
+    }
+    auto want = static_cast<long>(child_process::max_read_size);
+    return static_cast<int>(limit > 0 ? std::min(limit, want) : want);
+  }();
+  return size;
+}
+
+} // namespace
+
+void child_process::grow(pipe_reader& r) {
+  r.big.reset(new char[max_read_size]);
+  // Best effort: a user over its pipe quota (pipe-user-pages-soft) keeps
+  // the pipe it has, and reads still take what is there.
+  (void) ::fcntl(r.fd.native_handle(), F_SETPIPE_SZ, max_pipe_size());
+}
+
 void child_process::start_read(stream_kind stream) {
   auto& r = reader(stream);
   if (r.reading || r.eof || r.credit <= 0 || !r.fd.is_open())
     return;
   r.reading = true;
-  r.fd.async_read_some(
-    asio::buffer(r.buf), [self = shared_from_this(),
-                          stream](boost::system::error_code ec, size_t n) {
-      auto& r = self->reader(stream);
-      r.reading = false;
-      if (ec || n == 0) {
-        self->finish_stream(stream);
-        return;
-      }
-      --r.credit;
-      if (self->events_.on_output)
-        self->events_.on_output(stream, std::string(r.buf.data(), n));
-      self->start_read(stream);
-    });
+  r.fd.async_read_some(asio::buffer(r.data(), r.size()),
+                       [self = shared_from_this(),
+                        stream](boost::system::error_code ec, size_t n) {
+                         self->on_read(stream, ec, n);
+                       });
+}
+
+void child_process::on_read(stream_kind stream, boost::system::error_code ec,
+                            size_t n) {
+  auto& r = reader(stream);
+  r.reading = false;
+  if (ec || n == 0) {
+    finish_stream(stream);
+    return;
+  }
+  --r.credit;
+  if (events_.on_output)
+    events_.on_output(stream, std::string(r.data(), n));
+  if (r.draining) {
+    r.drain_left -= std::min(r.drain_left, n);
+    if (r.drain_left == 0) {
+      finish_stream(stream);
+      return;
+    }
+  } else if (n == r.size() && !r.big) {
+    grow(r);
+  }
+  start_read(stream);
 }
 
 void child_process::finish_stream(stream_kind stream) {
@@ -242,10 +287,29 @@ void child_process::close_output_after(std::chrono::milliseconds delay) {
     self->linger_.async_wait([self](boost::system::error_code ec) {
       if (ec)
         return;
-      self->finish_stream(stream_kind::out);
-      self->finish_stream(stream_kind::err);
+      self->finish_after_drain(stream_kind::out);
+      self->finish_after_drain(stream_kind::err);
     });
   });
+}
+
+void child_process::finish_after_drain(stream_kind stream) {
+  auto& r = reader(stream);
+  if (r.eof || r.draining)
+    return;
+  // What the pipe holds now was written before the linger ended: it is
+  // output of the execution and reaches the sink (at the sink's pace), so
+  // nothing is lost to a slow reader. Only what is written later (by a
+  // background job that keeps writing) is cut off.
+  int pending = 0;
+  if (!r.fd.is_open() || ::ioctl(r.fd.native_handle(), FIONREAD, &pending) != 0
+      || pending <= 0) {
+    finish_stream(stream);
+    return;
+  }
+  r.draining = true;
+  r.drain_left = static_cast<size_t>(pending);
+  start_read(stream);
 }
 
 void child_process::signal_group(int sig) const noexcept {

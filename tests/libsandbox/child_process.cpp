@@ -2,14 +2,21 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sandbox/child_process.hpp"
@@ -41,6 +48,24 @@ size_t children_among(const std::vector<pid_t>& pids) {
         && std::find(pids.begin(), pids.end(), e.pid) != pids.end())
       ++n;
   return n;
+}
+
+/// Waits (up to 30 s) until `pid` sleeps in a kernel function whose name
+/// ends with `fn` (/proc/<pid>/wchan; `pipe_write` is `anon_pipe_write` on
+/// newer kernels): a state of the child, polled, not a guess of time.
+bool wait_for_wchan(pid_t pid, const std::string& fn) {
+  auto path = "/proc/" + std::to_string(pid) + "/wchan";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in{path};
+    std::string at;
+    std::getline(in, at);
+    if (at.size() >= fn.size()
+        && at.compare(at.size() - fn.size(), fn.size(), fn) == 0)
+      return true;
+    std::this_thread::yield();
+  }
+  return false;
 }
 
 struct fixture {
@@ -172,6 +197,85 @@ CAF_TEST(a shared environment block is merged with the launch own entries) {
     out.append(buf, static_cast<size_t>(n));
   CAF_CHECK_EQUAL(::waitpid(alone->pid, &status, 0), alone->pid);
   CAF_CHECK_EQUAL(out, "ONLY=1\n");
+}
+
+CAF_TEST(a busy stream gets a larger pipe and larger reads) {
+  // head blocks on its full stdout pipe before anything reads it, so the
+  // first read takes a full buffer: the stream is busy from then on.
+  const size_t total = size_t{16} << 20;
+  sandbox::launch_spec spec;
+  spec.executable = "/usr/bin/head";
+  spec.argv = {"head", "-c", std::to_string(total), "/dev/zero"};
+  spec.cwd = "/";
+  auto c = sandbox::reaper::launch_owned(
+    [&] { return child_process::start(reactor, spec); });
+  SANDBOX_REQUIRE_OK(c);
+  auto pid = (*c)->pid();
+  CAF_REQUIRE(wait_for_wchan(pid, "pipe_write"));
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<size_t> sizes;
+  bool free_flow = false;
+  bool eof = false;
+  std::promise<sandbox::result<int>> exited;
+  auto reported = exited.get_future();
+  auto* child = c->get();
+  sandbox::child_events ev;
+  ev.on_output = [&](sandbox::stream_kind stream, std::string data) {
+    std::lock_guard<std::mutex> guard{mtx};
+    sizes.push_back(data.size());
+    if (free_flow)
+      child->grant(stream);
+    cv.notify_all();
+  };
+  ev.on_eof = [&](sandbox::stream_kind stream) {
+    std::lock_guard<std::mutex> guard{mtx};
+    if (stream == sandbox::stream_kind::out)
+      eof = true;
+    cv.notify_all();
+  };
+  ev.on_exit = [&exited](sandbox::result<int> status) {
+    exited.set_value(std::move(status));
+  };
+  (*c)->activate(std::move(ev));
+  {
+    // Every credit of the window is used: reading pauses, head is alive.
+    std::unique_lock<std::mutex> lock{mtx};
+    cv.wait(lock, [&] { return sizes.size() == child_process::window; });
+  }
+  CAF_CHECK_EQUAL(sizes.front(), child_process::read_size);
+  sandbox::unique_fd pidfd{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
+  CAF_REQUIRE(pidfd);
+  sandbox::unique_fd out{
+    static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), 1, 0))};
+  CAF_REQUIRE(out);
+  auto pipe_size = ::fcntl(out.get(), F_GETPIPE_SZ);
+  out.reset(); // Our copy of the write end would keep the stream open.
+  CAF_CHECK_GREATER(pipe_size, static_cast<int>(child_process::read_size));
+  CAF_CHECK_LESS_OR_EQUAL(pipe_size,
+                          static_cast<int>(child_process::max_read_size));
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    free_flow = true;
+    for (int i = 0; i < child_process::window; ++i)
+      child->grant(sandbox::stream_kind::out);
+  }
+  auto status = reported.get();
+  SANDBOX_REQUIRE_OK(status);
+  CAF_CHECK(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
+  std::unique_lock<std::mutex> lock{mtx};
+  cv.wait(lock, [&] { return eof; });
+  size_t sum = 0;
+  size_t largest = 0;
+  for (auto n : sizes) {
+    sum += n;
+    largest = std::max(largest, n);
+  }
+  CAF_CHECK_EQUAL(sum, total);
+  CAF_CHECK_GREATER(largest, child_process::read_size);
+  CAF_CHECK_LESS_OR_EQUAL(largest, child_process::max_read_size);
+  lock.unlock();
+  (*c)->shutdown();
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -51,8 +51,13 @@ struct child_events {
 /// from the reaper's registry of owned children at that reap.
 class child_process : public std::enable_shared_from_this<child_process> {
 public:
-  /// Bytes read from a pipe at a time.
+  /// Bytes read from a pipe at a time, at first. A stream whose read
+  /// fills the buffer is a busy one: its pipe grows to `max_read_size`
+  /// (`F_SETPIPE_SZ`, as far as the system allows) and so do its reads, so
+  /// large outputs cost fewer reads and fewer messages per MiB, while a
+  /// quiet child costs no more than before.
   static constexpr size_t read_size = 64 * 1024;
+  static constexpr size_t max_read_size = 1024 * 1024;
 
   /// Output pieces in flight per stream before reading pauses.
   static constexpr int window = 4;
@@ -118,9 +123,22 @@ private:
     }
     boost::asio::posix::stream_descriptor fd;
     std::array<char, read_size> buf;
+    /// `max_read_size` bytes once the stream proved busy; null before.
+    std::unique_ptr<char[]> big;
+    char* data() noexcept {
+      return big ? big.get() : buf.data();
+    }
+    size_t size() const noexcept {
+      return big ? max_read_size : read_size;
+    }
     int credit = window;
     bool reading = false;
     bool eof = false;
+    /// The linger ended while output was still in the pipe (unread because
+    /// the sink was slow): only those `drain_left` bytes are read, then
+    /// the stream closes.
+    bool draining = false;
+    size_t drain_left = 0;
   };
 
   friend class reaper;
@@ -129,6 +147,12 @@ private:
   /// Releases the pid from the reaper's registry once it is reaped.
   void release();
   void start_read(stream_kind stream);
+  void on_read(stream_kind stream, boost::system::error_code ec, size_t n);
+  /// The linger ended: closes `stream` now, or once what its pipe holds
+  /// was read.
+  void finish_after_drain(stream_kind stream);
+  /// Makes `r` a busy stream's reader: a larger pipe and buffer.
+  static void grow(pipe_reader& r);
   void finish_stream(stream_kind stream);
   void watch_exit();
   void on_pidfd_ready();
