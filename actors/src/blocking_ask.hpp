@@ -14,6 +14,7 @@
 
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/detail/tsan.hpp"
 
 namespace sandbox::actors::detail {
 
@@ -24,11 +25,13 @@ namespace sandbox::actors::detail {
 template <class T, class Handle, class... Ts>
 result<T> ask_as(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   result<T> out = sandbox::error{errc::aborted, "no answer"};
+  sandbox::detail::tsan_release_handover();
   auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
   response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
                        rh.id()};
   rh.receive([&](T& x) { out = std::move(x); },
              [&](caf::error& err) { out = from_caf(err); });
+  sandbox::detail::tsan_acquire_handover();
   return out;
 }
 
@@ -55,11 +58,13 @@ result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f, Ts&&... xs) {
   using args = typename caf::detail::get_callable_trait<F>::arg_types;
   caf::scoped_actor self{sys};
   result<R> out = sandbox::error{errc::aborted, "no answer"};
+  sandbox::detail::tsan_release_handover();
   auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
   response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
                        rh.id()};
   rh.receive(reply_to_result<R, F, args>{&out, &f},
              [&](caf::error& err) { out = from_caf(err); });
+  sandbox::detail::tsan_acquire_handover();
   return out;
 }
 
@@ -75,10 +80,12 @@ result<T> ask(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
 template <class Ack, class Handle, class... Ts>
 result<void> ask_ack(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   result<void> out;
+  sandbox::detail::tsan_release_handover();
   auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
   response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
                        rh.id()};
   rh.receive([](Ack) {}, [&](caf::error& err) { out = from_caf(err); });
+  sandbox::detail::tsan_acquire_handover();
   return out;
 }
 
@@ -97,6 +104,7 @@ template <class Done, class Handle, class... Ts>
 void relay_request(caf::actor_system& sys, caf::scoped_actor& self,
                    const Handle& dest, Ts... xs) {
   auto me = caf::actor_cast<caf::actor>(self);
+  sandbox::detail::tsan_release_handover();
   sys.spawn([=](caf::event_based_actor* relay) {
     // A remote `dest` whose node is gone ends the stream with
     // `node_unreachable` (the reply would never come).
@@ -140,6 +148,7 @@ result<Done> receive_stream(caf::scoped_actor& self, OnItem on_item) {
       out = from_caf(err);
       done = true;
     });
+  sandbox::detail::tsan_acquire_handover();
   return out;
 }
 

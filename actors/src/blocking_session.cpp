@@ -165,6 +165,7 @@ result<exec_result> blocking_session::execute_code_streaming(
   auto sink = caf::actor_cast<chunk_sink>(self);
   std::optional<blocking_process> process;
   sandbox::error failure{errc::aborted, "no answer"};
+  sandbox::detail::tsan_release_handover();
   auto rh = self->request(handle_, caf::infinite, spawn_atom_v, command, opts,
                           sink);
   response_guard guard{
@@ -172,6 +173,7 @@ result<exec_result> blocking_session::execute_code_streaming(
   rh.receive([&](process_actor& p,
                  int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
              [&](caf::error& err) { failure = from_caf(err); });
+  sandbox::detail::tsan_acquire_handover();
   if (!process)
     return after_stop(result<exec_result>{failure});
   relay_request<exec_result>(*sys_, self, process->handle(), wait_atom_v);

@@ -127,7 +127,10 @@ void report_if_refused(self_ptr self, const refusal& r) {
 /// which removes its temporary file (blocking I/O, never in an actor).
 template <class T>
 void drop_on_pool(self_ptr self, T x) {
-  boost::asio::post(self->state.rt->file_pool(), [x = std::move(x)] {});
+  boost::asio::post(self->state.rt->file_pool(), [x = std::move(x)] {
+    // `x` was filled by threads that sent it here through CAF.
+    sandbox::detail::tsan_acquire_handover();
+  });
 }
 
 /// Starts the next job unless one runs; refuses every queued job once the
@@ -148,8 +151,12 @@ void pump(self_ptr self) {
       st.rt->file_pool(),
       [work = std::move(job.work), id = job.id, refused = std::move(st.refused),
        target = weak_self(self, *st.rt)]() mutable {
+        // The job's inputs came from a caller through CAF; its outputs go
+        // back the same way (see sandbox/detail/tsan.hpp).
+        sandbox::detail::tsan_acquire_handover();
         work();
         refused.clear();
+        sandbox::detail::tsan_release_handover();
         send_if_alive<filesystem_actor_impl>(target, ended_atom_v, id);
       });
     st.refused.clear();

@@ -1,4 +1,5 @@
 #include "sandbox/actors/session.hpp"
+#include "sandbox/detail/tsan.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -460,6 +461,7 @@ void report_violation(const weak_target* process, const weak_target& session,
                       violation v) {
   std::vector<violation> one{std::move(v)};
   bool sent = false;
+  sandbox::detail::tsan_release_handover();
   if (process != nullptr)
     process->gate->run([&] {
       if (auto strong = process->actor.lock()) {

@@ -12,6 +12,7 @@
 #include <caf/weak_intrusive_ptr.hpp>
 
 #include "sandbox/actors/runtime.hpp"
+#include "sandbox/detail/tsan.hpp"
 
 namespace sandbox::actors {
 
@@ -34,6 +35,8 @@ inline weak_target weak_self(caf::local_actor* self, const runtime& rt) {
 template <class Handle, class... Ts>
 void send_if_alive(const weak_target& target, Ts&&... xs) {
   target.gate->run([&] {
+    // What this thread did before the message is visible to the receiver.
+    sandbox::detail::tsan_release_handover();
     if (auto strong = target.actor.lock())
       caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
                      std::forward<Ts>(xs)...);

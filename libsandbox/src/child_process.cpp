@@ -226,6 +226,13 @@ void child_process::on_pidfd_ready() {
 void child_process::write_stdin(uint64_t id, std::string data) {
   // The bytes came in a message from the thread that filled them.
   detail::tsan_acquire(data.data());
+#ifdef SANDBOX_TSAN
+  // Bytes a remote client sent were written by CAF's deserializer, which
+  // TSan does not see; a copy made here, on the actor's thread, is ordered
+  // before the strand's write by the post.
+  std::string copy{data};
+  data.swap(copy);
+#endif
   asio::post(strand_,
              [self = shared_from_this(), id, data = std::move(data)]() mutable {
                if (!self->stdin_.is_open() || self->close_stdin_after_writes_) {

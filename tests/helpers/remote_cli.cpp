@@ -33,8 +33,11 @@ namespace {
 volatile sig_atomic_t child_pid = 0;
 
 void forward(int sig) {
+  // kill may set errno; the interrupted code may be about to read it.
+  int saved = errno;
   if (child_pid > 0)
     ::kill(child_pid, sig);
+  errno = saved;
 }
 
 std::vector<char*> c_args(std::vector<std::string>& args) {

@@ -33,4 +33,24 @@ inline void tsan_acquire([[maybe_unused]] const void* addr) noexcept {
 #endif
 }
 
+/// The address of every hand-over through CAF that no single buffer names:
+/// the file pool's results reach a blocking caller in a message of a
+/// message, a caller's request reaches a file-pool job the same way. The
+/// threads of our own at the edges of CAF (blocking callers before a
+/// request and after its answer, file-pool jobs and reactor callbacks
+/// around their messages) release and acquire it, which orders what each
+/// side did before a message against what the other does after it. (It
+/// orders more than the one message, so a race between two such edges of
+/// different messages can hide; actor threads are not checked against
+/// either anyway: tests/sanitizers/tsan.supp.)
+inline char caf_handover_token;
+
+inline void tsan_release_handover() noexcept {
+  tsan_release(&caf_handover_token);
+}
+
+inline void tsan_acquire_handover() noexcept {
+  tsan_acquire(&caf_handover_token);
+}
+
 } // namespace sandbox::detail
