@@ -17,7 +17,11 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_
 # suppressions match module names. To read a report's frames, run the suite
 # again by hand with TSAN_OPTIONS=symbolize=1.
 TSAN_LOGS := $(CURDIR)/build-tsan/tsan-logs
-TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:symbolize=0:handle_abort=1:suppressions=$(SAN_SUPP)/tsan.supp:log_path=$(TSAN_LOGS)/tsan
+# die_after_fork=0: some suites fork a child that runs a node of its own
+# (actors.logging, actors.embedding); TSan counts its own background thread,
+# so every fork is "multi-threaded" to it and the child would die at its
+# first thread. The child is a fresh node, checked like any other process.
+TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:symbolize=0:handle_abort=1:die_after_fork=0:suppressions=$(SAN_SUPP)/tsan.supp:log_path=$(TSAN_LOGS)/tsan
 
 .PHONY: deps configure build test demo bench clean test-asan test-tsan \
 	package test-package

@@ -155,6 +155,9 @@ void pump(self_ptr self) {
         // back the same way (see sandbox/detail/tsan.hpp).
         sandbox::detail::tsan_acquire_handover();
         work();
+        // What the job held (an open file, a reader) is released before
+        // its caller can see the result, not after.
+        work = nullptr;
         refused.clear();
         sandbox::detail::tsan_release_handover();
         send_if_alive<filesystem_actor_impl>(target, ended_atom_v, id);
