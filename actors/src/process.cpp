@@ -349,25 +349,32 @@ void end_execution(self_ptr self, exit_reason why) {
 
 void start_child(self_ptr self) {
   auto& st = self->state;
-  auto handle = caf::actor_cast<process_actor_impl>(self);
+  // The reactor holds these callbacks until the child's `shutdown` runs on
+  // its strand, which may be after the actor (and even its actor system)
+  // is gone: they hold the actor weakly and reach it through the gate, so
+  // its last reference is never dropped on a reactor thread.
+  auto weak = weak_self(self, *st.p.rt);
   child_events ev;
-  ev.on_output = [handle](stream_kind s, std::string data) {
-    caf::anon_send(handle, output_atom_v, static_cast<int32_t>(s),
-                   std::move(data));
+  ev.on_output = [weak](stream_kind s, std::string data) {
+    send_if_alive<process_actor_impl>(weak, output_atom_v,
+                                      static_cast<int32_t>(s), std::move(data));
   };
-  ev.on_eof = [handle](stream_kind s) {
-    caf::anon_send(handle, eof_atom_v, static_cast<int32_t>(s));
+  ev.on_eof = [weak](stream_kind s) {
+    send_if_alive<process_actor_impl>(weak, eof_atom_v,
+                                      static_cast<int32_t>(s));
   };
-  ev.on_exit = [handle](result<int> status) {
+  ev.on_exit = [weak](result<int> status) {
     if (status)
-      caf::anon_send(handle, exited_atom_v, static_cast<int32_t>(*status));
+      send_if_alive<process_actor_impl>(weak, exited_atom_v,
+                                        static_cast<int32_t>(*status));
     else
-      caf::anon_send(handle, exited_atom_v,
-                     caf::make_error(status.error().code,
-                                     status.error().message));
+      send_if_alive<process_actor_impl>(
+        weak, exited_atom_v,
+        caf::make_error(status.error().code, status.error().message));
   };
-  ev.on_stdin_written = [handle](uint64_t id, int err) {
-    caf::anon_send(handle, written_atom_v, id, static_cast<int32_t>(err));
+  ev.on_stdin_written = [weak](uint64_t id, int err) {
+    send_if_alive<process_actor_impl>(weak, written_atom_v, id,
+                                      static_cast<int32_t>(err));
   };
   st.child = std::move(st.p.child);
   st.child->activate(std::move(ev));
