@@ -8,7 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <cstdlib>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -16,6 +16,7 @@
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/detail/tsan.hpp"
+#include "sandbox/process_tree.hpp"
 #include "sandbox/reaper.hpp"
 
 namespace sandbox {
@@ -105,11 +106,9 @@ namespace {
 int max_pipe_size() {
   static const int size = [] {
     long limit = 0;
-    if (auto* f = std::fopen("/proc/sys/fs/pipe-max-size", "re")) {
-      if (std::fscanf(f, "%ld", &limit) != 1)
-        limit = 0;
-      std::fclose(f);
-    }
+    std::string text;
+    if (read_small_file("/proc/sys/fs/pipe-max-size", text))
+      limit = std::strtol(text.c_str(), nullptr, 10);
     auto want = static_cast<long>(child_process::max_read_size);
     return static_cast<int>(limit > 0 ? std::min(limit, want) : want);
   }();
