@@ -51,7 +51,11 @@ struct process_state {
   process_params p;
   std::shared_ptr<child_process> child;
   utf8_splitter split[2];
+  /// Output kept here (streamed or spawned executions); null when the
+  /// reactor keeps it (`from_reactor`).
   std::unique_ptr<capped_output> kept[2];
+  /// What the reactor kept of an execution nobody streams, with its exit.
+  std::optional<exec_result> from_reactor;
   bool eof[2] = {false, false};
   bool exited = false;
   int status = 0;
@@ -260,10 +264,17 @@ void maybe_finish(self_ptr self) {
   judge_limits(st, r);
   log::logger()->debug("{} ended: {} {}", log::tag{st.p.session_id, st.p.exec},
                        to_string(r.reason), r.exit_code);
-  r.truncated = st.kept[0]->truncated() || st.kept[1]->truncated();
-  r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
-  r.stdout_data = st.kept[0]->take();
-  r.stderr_data = st.kept[1]->take();
+  if (auto& k = st.from_reactor) {
+    r.truncated = k->truncated;
+    r.dropped_bytes = k->dropped_bytes;
+    r.stdout_data = std::move(k->stdout_data);
+    r.stderr_data = std::move(k->stderr_data);
+  } else {
+    r.truncated = st.kept[0]->truncated() || st.kept[1]->truncated();
+    r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
+    r.stdout_data = st.kept[0]->take();
+    r.stderr_data = st.kept[1]->take();
+  }
   // The session learns first: a caller who has seen the result never finds
   // the execution still running there (its cancel key still held).
   if (auto session = caf::actor_cast<session_actor_impl>(st.p.session)) {
@@ -311,12 +322,19 @@ void child_exited(self_ptr self) {
     // A descendant still in the child's group (`cmd &`) may outlive it:
     // its zombie, once re-parented to the node, is ours to reap.
     auto pgid = st.child->pid();
-    if (::kill(-pgid, 0) == 0)
+    if (::kill(-pgid, 0) == 0) {
       st.p.rt->reaper()->track_group(pgid);
+      // Told when the streams ended too, after a linger maybe: a
+      // descendant that died meanwhile is a zombie the reaper's scans
+      // skipped so far.
+      if (st.from_reactor)
+        st.p.rt->reaper()->reap_now();
+    }
   }
   // A background descendant may hold the pipes open for as long as it
-  // lives; the result does not wait for it beyond the linger time.
-  if ((!st.eof[0] || !st.eof[1]) && st.child)
+  // lives; the result does not wait for it beyond the linger time (the
+  // reactor sees to that itself when it keeps the output).
+  if ((!st.eof[0] || !st.eof[1]) && st.child && st.kept[0])
     st.child->close_output_after(st.p.rt->config().linger);
   maybe_finish(self);
 }
@@ -355,14 +373,35 @@ void start_child(self_ptr self) {
   // its last reference is never dropped on a reactor thread.
   auto weak = weak_self(self, *st.p.rt);
   child_events ev;
-  ev.on_output = [weak](stream_kind s, std::string data) {
-    send_if_alive<process_actor_impl>(weak, output_atom_v,
-                                      static_cast<int32_t>(s), std::move(data));
+  ev.on_stdin_written = [weak](uint64_t id, int err) {
+    send_if_alive<process_actor_impl>(weak, written_atom_v, id,
+                                      static_cast<int32_t>(err));
   };
-  ev.on_eof = [weak](stream_kind s) {
-    send_if_alive<process_actor_impl>(weak, eof_atom_v,
-                                      static_cast<int32_t>(s));
-  };
+  if (!st.kept[0]) {
+    // Nobody streams this execution: the reactor keeps its output and
+    // reports once, with the exit.
+    ev.keep_cap = st.p.output_cap;
+    ev.linger = st.p.rt->config().linger;
+    ev.on_finished = [weak](result<int> status, kept_output kept) {
+      exec_result r;
+      r.stdout_data = std::move(kept.out);
+      r.stderr_data = std::move(kept.err);
+      r.truncated = kept.truncated;
+      r.dropped_bytes = kept.dropped_bytes;
+      if (status)
+        send_if_alive<process_actor_impl>(weak, exited_atom_v,
+                                          static_cast<int32_t>(*status),
+                                          caf::error{}, std::move(r));
+      else
+        send_if_alive<process_actor_impl>(
+          weak, exited_atom_v, int32_t{0},
+          caf::make_error(status.error().code, status.error().message),
+          std::move(r));
+    };
+    st.child = std::move(st.p.child);
+    st.child->activate(std::move(ev));
+    return;
+  }
   ev.on_exit = [weak](result<int> status) {
     if (status)
       send_if_alive<process_actor_impl>(weak, exited_atom_v,
@@ -372,12 +411,21 @@ void start_child(self_ptr self) {
         weak, exited_atom_v,
         caf::make_error(status.error().code, status.error().message));
   };
-  ev.on_stdin_written = [weak](uint64_t id, int err) {
-    send_if_alive<process_actor_impl>(weak, written_atom_v, id,
-                                      static_cast<int32_t>(err));
+  ev.on_output = [weak](stream_kind s, std::string data) {
+    send_if_alive<process_actor_impl>(weak, output_atom_v,
+                                      static_cast<int32_t>(s), std::move(data));
+  };
+  ev.on_eof = [weak](stream_kind s) {
+    send_if_alive<process_actor_impl>(weak, eof_atom_v,
+                                      static_cast<int32_t>(s));
   };
   st.child = std::move(st.p.child);
   st.child->activate(std::move(ev));
+}
+
+/// Feeds the initial stdin and starts the timeout.
+void start_inputs(self_ptr self) {
+  auto& st = self->state;
   if (st.p.initial_stdin) {
     st.child->write_stdin(st.next_write++, std::move(*st.p.initial_stdin));
     st.child->close_stdin();
@@ -413,9 +461,12 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
   auto& st = self->state;
   st.p = std::move(params);
   keep_violations(st, std::move(st.p.early_violations));
-  st.kept[0] = std::make_unique<capped_output>(st.p.output_cap);
-  st.kept[1] = std::make_unique<capped_output>(st.p.output_cap);
+  if (st.p.sink || st.p.spawned) {
+    st.kept[0] = std::make_unique<capped_output>(st.p.output_cap);
+    st.kept[1] = std::make_unique<capped_output>(st.p.output_cap);
+  }
   start_child(self);
+  start_inputs(self);
   // Whatever ends this actor ends its child too.
   self->attach_functor([child = st.child, timer = st.timer]() mutable {
     if (child)
@@ -504,6 +555,16 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     },
     [self](exited_atom, caf::error& err) {
       self->state.failure = std::move(err);
+      child_exited(self);
+    },
+    [self](exited_atom, int32_t status, caf::error& err, exec_result& kept) {
+      auto& st = self->state;
+      if (err)
+        st.failure = std::move(err);
+      else
+        st.status = status;
+      st.from_reactor = std::move(kept);
+      st.eof[0] = st.eof[1] = true;
       child_exited(self);
     },
     [self](written_atom, uint64_t id, int32_t err) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -54,13 +55,19 @@ child_process::start(reactor& r, const launch_spec& spec) {
 }
 
 void child_process::activate(child_events events) {
-  asio::post(strand_,
-             [self = shared_from_this(), events = std::move(events)]() mutable {
-               self->events_ = std::move(events);
-               self->start_read(stream_kind::out);
-               self->start_read(stream_kind::err);
-               self->watch_exit();
-             });
+  asio::post(strand_, [self = shared_from_this(),
+                       events = std::move(events)]() mutable {
+    self->events_ = std::move(events);
+    if (self->events_.on_finished) {
+      // Kept here, within the cap: nothing waits for a grant.
+      for (auto& k : self->kept_)
+        k = std::make_unique<capped_output>(self->events_.keep_cap);
+      self->out_.credit = self->err_.credit = std::numeric_limits<int>::max();
+    }
+    self->start_read(stream_kind::out);
+    self->start_read(stream_kind::err);
+    self->watch_exit();
+  });
 }
 
 child_process::child_process(reactor& r, pid_t pid)
@@ -144,9 +151,13 @@ void child_process::on_read(stream_kind stream, boost::system::error_code ec,
     finish_stream(stream);
     return;
   }
-  --r.credit;
-  if (events_.on_output)
-    events_.on_output(stream, std::string(r.data(), n));
+  if (auto& kept = kept_[stream == stream_kind::out ? 0 : 1]) {
+    kept->append(std::string_view{r.data(), n});
+  } else {
+    --r.credit;
+    if (events_.on_output)
+      events_.on_output(stream, std::string(r.data(), n));
+  }
   if (r.draining) {
     r.drain_left -= std::min(r.drain_left, n);
     if (r.drain_left == 0) {
@@ -168,8 +179,24 @@ void child_process::finish_stream(stream_kind stream) {
   r.fd.close(ignored);
   if (out_.eof && err_.eof)
     linger_.cancel();
-  if (events_.on_eof)
+  if (kept_[0])
+    maybe_report_finished();
+  else if (events_.on_eof)
     events_.on_eof(stream);
+}
+
+void child_process::maybe_report_finished() {
+  if (!status_ || !out_.eof || !err_.eof || !events_.on_finished)
+    return;
+  kept_output k;
+  k.truncated = kept_[0]->truncated() || kept_[1]->truncated();
+  k.dropped_bytes = kept_[0]->dropped_bytes() + kept_[1]->dropped_bytes();
+  k.out = kept_[0]->take();
+  k.err = kept_[1]->take();
+  // Once: the callback goes with its call.
+  auto report = std::move(events_.on_finished);
+  events_.on_finished = nullptr;
+  report(std::move(*status_), std::move(k));
 }
 
 void child_process::grant(stream_kind stream) {
@@ -211,15 +238,24 @@ void child_process::on_pidfd_ready() {
   release();
   boost::system::error_code ignored;
   pidfd_.close(ignored);
-  if (!events_.on_exit)
-    return;
-  if (rc == pid_)
-    events_.on_exit(status);
-  else
-    events_.on_exit(make_errno_error(
+  result<int> outcome = status;
+  if (rc != pid_)
+    outcome = make_errno_error(
       err, fmt::format("cannot collect the exit status of process {}: "
                        "waitpid",
-                       pid_)));
+                       pid_));
+  if (kept_[0]) {
+    status_ = std::move(outcome);
+    // A background descendant may hold the pipes open for as long as it
+    // lives: the report waits for it no longer than the linger time. (The
+    // ends of the streams usually come just after the exit; the timer is
+    // then cancelled.)
+    linger_then_close(events_.linger);
+    maybe_report_finished();
+    return;
+  }
+  if (events_.on_exit)
+    events_.on_exit(std::move(outcome));
 }
 
 void child_process::write_stdin(uint64_t id, std::string data) {
@@ -287,15 +323,19 @@ void child_process::close_stdin() {
 
 void child_process::close_output_after(std::chrono::milliseconds delay) {
   asio::post(strand_, [self = shared_from_this(), delay] {
-    if (self->out_.eof && self->err_.eof)
+    self->linger_then_close(delay);
+  });
+}
+
+void child_process::linger_then_close(std::chrono::milliseconds delay) {
+  if (out_.eof && err_.eof)
+    return;
+  linger_.expires_after(delay);
+  linger_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec)
       return;
-    self->linger_.expires_after(delay);
-    self->linger_.async_wait([self](boost::system::error_code ec) {
-      if (ec)
-        return;
-      self->finish_after_drain(stream_kind::out);
-      self->finish_after_drain(stream_kind::err);
-    });
+    self->finish_after_drain(stream_kind::out);
+    self->finish_after_drain(stream_kind::err);
   });
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "sandbox/capped_output.hpp"
 #include "sandbox/execution.hpp"
 #include "sandbox/launcher.hpp"
 #include "sandbox/reactor.hpp"
@@ -22,8 +24,26 @@ namespace sandbox {
 
 class reaper;
 
+/// What a child kept of its output when nobody streamed it (see
+/// `child_events::on_finished`): each stream as `capped_output::take` gives
+/// it.
+struct kept_output {
+  std::string out;
+  std::string err;
+  /// Bytes were dropped from either stream.
+  bool truncated = false;
+  /// Bytes dropped from both streams together.
+  uint64_t dropped_bytes = 0;
+};
+
 /// Receives what a child does. Every callback runs on a reactor thread and
 /// must not block; the actor layer turns each call into a message.
+///
+/// Two ways to be told: piece by piece (`on_output`, `on_eof`, `on_exit`),
+/// for an execution whose output is streamed or read while it runs; or
+/// once (`on_finished`), for an execution nobody streams: the reactor then
+/// keeps the output itself and reports the exit and everything kept in one
+/// call, so such an execution costs one message however much it prints.
 struct child_events {
   /// A piece of output. At most `window` pieces per stream are delivered
   /// before `child_process::grant` is called for that stream (backpressure).
@@ -39,6 +59,15 @@ struct child_events {
   std::function<void(result<int> status)> on_exit;
   /// A stdin write finished; `err` is 0 or an errno value.
   std::function<void(uint64_t id, int err)> on_stdin_written;
+  /// When set, replaces `on_output`, `on_eof` and `on_exit`: called once,
+  /// when the child was reaped and both streams ended, with the status (as
+  /// `on_exit`) and the output kept (`keep_cap` bytes per stream at most,
+  /// see `capped_output`). Reading never waits for a grant. A background
+  /// descendant that still holds the pipes after the child's exit holds
+  /// the report back for at most `linger` (as `close_output_after`).
+  std::function<void(result<int> status, kept_output output)> on_finished;
+  uint64_t keep_cap = 0;
+  std::chrono::milliseconds linger{0};
 };
 
 /// One running child on the shared reactor: its pipes are read
@@ -151,9 +180,14 @@ private:
   /// The linger ended: closes `stream` now, or once what its pipe holds
   /// was read.
   void finish_after_drain(stream_kind stream);
+  /// On the strand: `close_output_after`.
+  void linger_then_close(std::chrono::milliseconds delay);
   /// Makes `r` a busy stream's reader: a larger pipe and buffer.
   static void grow(pipe_reader& r);
   void finish_stream(stream_kind stream);
+  /// `on_finished` mode: reports once the child was reaped and both
+  /// streams ended.
+  void maybe_report_finished();
   void watch_exit();
   void on_pidfd_ready();
   void pump_stdin();
@@ -166,6 +200,10 @@ private:
   std::string cgroup_;
   unique_fd watch_listener_;
   child_events events_;
+  /// The output kept in `on_finished` mode; null otherwise.
+  std::unique_ptr<capped_output> kept_[2];
+  /// `on_finished` mode: the status, once reaped.
+  std::optional<result<int>> status_;
   pipe_reader out_;
   pipe_reader err_;
   boost::asio::posix::stream_descriptor stdin_;

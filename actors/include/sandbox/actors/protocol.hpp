@@ -292,6 +292,10 @@ using process_actor_impl = process_actor::extend<
   caf::reacts_to<eof_atom, int32_t>, caf::reacts_to<exited_atom, int32_t>,
   // The child's exit status could not be collected (waitpid failed).
   caf::reacts_to<exited_atom, caf::error>,
+  // An execution nobody streams: the child exited (its status, or the
+  // error that it could not be collected) and both streams ended; the
+  // output the reactor kept is in the result's data fields.
+  caf::reacts_to<exited_atom, int32_t, caf::error, exec_result>,
   caf::reacts_to<written_atom, uint64_t, int32_t>, caf::reacts_to<timeout_atom>,
   // Ends the child and its descendants with the given exit reason.
   caf::reacts_to<end_atom, exit_reason>,
