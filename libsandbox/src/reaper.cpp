@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <shared_mutex>
 
 #include <spdlog/spdlog.h>
 
@@ -127,11 +128,25 @@ std::unordered_multiset<pid_t>& reaper::own_set() {
   return pids;
 }
 
+namespace {
+
+/// Launches hold it shared, side by side; a scan (`reap_now`) holds it
+/// alone, so that it never meets a child launched but not registered yet.
+std::shared_mutex& launch_gate() {
+  static std::shared_mutex gate;
+  return gate;
+}
+
+} // namespace
+
 result<std::shared_ptr<child_process>> reaper::launch_owned(
   const std::function<result<std::shared_ptr<child_process>>()>& launch) {
-  std::lock_guard<std::mutex> guard{own_mutex()};
+  std::shared_lock<std::shared_mutex> launching{launch_gate()};
   auto child = launch();
   if (child && (*child)->pid() > 0) {
+    // The registry's own lock is held only for the record: launches do not
+    // wait for each other, only a scan waits for them.
+    std::lock_guard<std::mutex> guard{own_mutex()};
     own_set().insert((*child)->pid());
     (*child)->owned_ = true;
     // The child leads a process group of its own.
@@ -175,7 +190,10 @@ size_t reaper::reap_now() {
   auto self = ::getpid();
   auto snapshot = proc_snapshot();
   size_t reaped = 0;
-  // Lock order: the process-wide registry first, then this reaper's sets.
+  // Lock order: no launch in progress, the process-wide registry, then
+  // this reaper's sets. The snapshot may be older than a launch that ends
+  // meanwhile: its child is registered by the time the gate is ours.
+  std::unique_lock<std::shared_mutex> no_launch{launch_gate()};
   std::lock_guard<std::mutex> own_guard{own_mutex()};
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto& e : snapshot) {

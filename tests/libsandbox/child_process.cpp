@@ -163,6 +163,31 @@ CAF_TEST(a child reaped by its exit watch is released once) {
   CAF_CHECK_EQUAL(reaper::owned_count(), before);
 }
 
+// Issue 12: launches shared one process-wide mutex, held across the
+// launch, so they ran one after the other.
+CAF_TEST(launches run side by side) {
+  std::promise<void> second;
+  auto second_done = second.get_future();
+  std::thread other;
+  auto first = reaper::launch_owned([&] {
+    // While this launch is in progress, another one starts and must end
+    // first; with launches serialised it would wait for this one.
+    other = std::thread{[&] {
+      auto c = start_owned("exit 0");
+      CAF_CHECK(c.has_value());
+      if (c)
+        CAF_CHECK(exit_of(*c).has_value());
+      second.set_value();
+    }};
+    auto ready = second_done.wait_for(std::chrono::seconds(30));
+    CAF_CHECK(ready == std::future_status::ready);
+    return child_process::start(reactor, shell("exit 0"));
+  });
+  other.join();
+  CAF_REQUIRE(first.has_value());
+  CAF_CHECK(exit_of(*first).has_value());
+}
+
 CAF_TEST(a shared environment block is merged with the launch own entries) {
   // The block and `env` are each in the order of their names; an entry of
   // `env` replaces the block's entry of the same name, wherever it falls.
@@ -276,6 +301,108 @@ CAF_TEST(a busy stream gets a larger pipe and larger reads) {
   CAF_CHECK_LESS_OR_EQUAL(largest, child_process::max_read_size);
   lock.unlock();
   (*c)->shutdown();
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+/// What `on_finished` reported, and what else was called.
+struct finished_report {
+  sandbox::result<int> status = 0;
+  sandbox::kept_output kept;
+  int outputs = 0;
+  int eofs = 0;
+  int exits = 0;
+  pid_t pid = 0;
+};
+
+/// Runs `command` with its output kept on the reactor (`keep_cap` bytes
+/// per stream) and waits for the one report.
+finished_report
+run_kept(fixture& f, const std::string& command, uint64_t keep_cap,
+         std::chrono::milliseconds linger = std::chrono::milliseconds{0}) {
+  auto c = f.start_owned(command);
+  CAF_REQUIRE(c.has_value());
+  std::mutex mtx;
+  finished_report out;
+  std::promise<void> done;
+  auto finished = done.get_future();
+  sandbox::child_events ev;
+  ev.keep_cap = keep_cap;
+  ev.linger = linger;
+  ev.on_output = [&](sandbox::stream_kind, std::string) {
+    std::lock_guard<std::mutex> guard{mtx};
+    ++out.outputs;
+  };
+  ev.on_eof = [&](sandbox::stream_kind) {
+    std::lock_guard<std::mutex> guard{mtx};
+    ++out.eofs;
+  };
+  ev.on_exit = [&](sandbox::result<int>) {
+    std::lock_guard<std::mutex> guard{mtx};
+    ++out.exits;
+  };
+  ev.on_finished = [&](sandbox::result<int> status, sandbox::kept_output k) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      out.status = std::move(status);
+      out.kept = std::move(k);
+    }
+    done.set_value();
+  };
+  out.pid = (*c)->pid();
+  (*c)->activate(std::move(ev));
+  finished.wait();
+  (*c)->shutdown();
+  std::lock_guard<std::mutex> guard{mtx};
+  return out;
+}
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(child_kept_output_tests, fixture)
+
+CAF_TEST(output nobody streams is kept on the reactor and reported once) {
+  // More than one read of each stream (256 KiB of stdout), within the cap.
+  auto r = run_kept(*this,
+                    "head -c 262144 /dev/zero | tr '\\0' a; "
+                    "printf err >&2; exit 7",
+                    1 << 20);
+  CAF_REQUIRE(r.status.has_value());
+  CAF_CHECK(WIFEXITED(*r.status));
+  CAF_CHECK_EQUAL(WEXITSTATUS(*r.status), 7);
+  CAF_CHECK_EQUAL(r.kept.out, std::string(262144, 'a'));
+  CAF_CHECK_EQUAL(r.kept.err, "err");
+  CAF_CHECK(!r.kept.truncated);
+  CAF_CHECK_EQUAL(r.kept.dropped_bytes, 0u);
+  // One report: no piece, no end of stream, no separate exit.
+  CAF_CHECK_EQUAL(r.outputs, 0);
+  CAF_CHECK_EQUAL(r.eofs, 0);
+  CAF_CHECK_EQUAL(r.exits, 0);
+}
+
+CAF_TEST(kept output beyond the cap keeps its head and tail) {
+  auto r = run_kept(*this, "printf 0123456789", 4);
+  CAF_REQUIRE(r.status.has_value());
+  CAF_CHECK(r.kept.truncated);
+  CAF_CHECK_EQUAL(r.kept.dropped_bytes, 6u);
+  CAF_CHECK_EQUAL(r.kept.out, "01" + sandbox::capped_output::marker(6) + "89");
+}
+
+CAF_TEST(
+  a background job holding the pipes delays the report by the linger only) {
+  // The child exits at once; its background job keeps both pipes open for
+  // far longer than the linger.
+  auto r = run_kept(*this, "echo before; sleep 30 & exit 0", 1 << 20,
+                    std::chrono::milliseconds{50});
+  CAF_REQUIRE(r.status.has_value());
+  CAF_CHECK_EQUAL(WEXITSTATUS(*r.status), 0);
+  CAF_CHECK_EQUAL(r.kept.out, "before\n");
+  CAF_CHECK_EQUAL(r.exits, 0);
+  CAF_CHECK_EQUAL(r.eofs, 0);
+  // The job is left to whoever owns the group (the session's sweep).
+  CAF_CHECK_EQUAL(::kill(-r.pid, SIGKILL), 0);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
