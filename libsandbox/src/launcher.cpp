@@ -258,27 +258,6 @@ struct exec_arrays {
   }
 };
 
-/// Step: the working directory must be a directory the child can enter.
-/// Checked here, once, so that a failing chdir is reported as what it is
-/// rather than as a failure to start the shell.
-result<void> check_cwd(const std::string& cwd) {
-  struct stat st;
-  if (::stat(cwd.c_str(), &st) != 0) {
-    auto err = errno;
-    if (err == ENOENT || err == ENOTDIR)
-      return error{errc::path_not_found,
-                   fmt::format("working directory does not exist: {}", cwd)};
-    return make_errno_error(err, fmt::format("working directory {}", cwd));
-  }
-  if (!S_ISDIR(st.st_mode))
-    return error{errc::path_not_found,
-                 fmt::format("working directory is not a directory: {}", cwd)};
-  // chdir needs search permission on the directory itself.
-  if (::access(cwd.c_str(), X_OK) != 0)
-    return make_errno_error(errno, fmt::format("working directory {}", cwd));
-  return {};
-}
-
 /// Explains E2BIG: the kernel has a limit per string and one for all of
 /// them together.
 error too_long(const launch_spec& spec, const exec_arrays& arrays) {
@@ -599,13 +578,23 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
       return error{errc_from_errno(err),
                    fmt::format("cannot start {}: {}", spec.executable,
                                std::strerror(err))};
-    case stage_cwd:
+    case stage_cwd: {
+      // The child's chdir is the one check of the working directory (no
+      // stat before each launch); what a failure means is looked at here,
+      // on the failure's path only.
+      struct stat st;
+      if (err == ENOTDIR && ::stat(spec.cwd.c_str(), &st) == 0
+          && !S_ISDIR(st.st_mode))
+        return error{errc::path_not_found,
+                     fmt::format("working directory is not a directory: {}",
+                                 spec.cwd)};
       if (err == ENOENT || err == ENOTDIR)
         return error{errc::path_not_found,
                      fmt::format("working directory does not exist: {}",
                                  spec.cwd)};
       return make_errno_error(err,
                               fmt::format("working directory {}", spec.cwd));
+    }
     case stage_cgroup:
       return error{errc::io_error,
                    fmt::format("cannot start {} in cgroup {}: {}",
@@ -641,8 +630,6 @@ result<launched_child> launch_contained(const launch_spec& spec,
 } // namespace
 
 result<launched_child> launch(const launch_spec& spec) {
-  if (auto ok = check_cwd(spec.cwd); !ok)
-    return ok.error();
   launched_child child;
   unique_fd stdin_r;
   unique_fd stdout_w;

@@ -231,6 +231,27 @@ CAF_TEST(exec and cwd failures are reported on both launch paths) {
     CAF_CHECK(denied.error().code == errc::permission_denied);
     CAF_CHECK_EQUAL(denied.error().message, std::string{"cannot start "} + path
                                               + ": Permission denied");
+    // The working directory is checked by the child's chdir alone (no
+    // stat before each launch); each failure is still named.
+    spec = shell("true");
+    spec.cwd = dir.at("missing");
+    auto gone = sandbox::launch(spec);
+    CAF_REQUIRE(!gone);
+    CAF_CHECK(gone.error().code == errc::path_not_found);
+    CAF_CHECK_EQUAL(gone.error().message,
+                    "working directory does not exist: " + spec.cwd);
+    spec.cwd = path;
+    auto file = sandbox::launch(spec);
+    CAF_REQUIRE(!file);
+    CAF_CHECK(file.error().code == errc::path_not_found);
+    CAF_CHECK_EQUAL(file.error().message,
+                    "working directory is not a directory: " + path);
+    spec.cwd = path + "/below";
+    auto below = sandbox::launch(spec);
+    CAF_REQUIRE(!below);
+    CAF_CHECK(below.error().code == errc::path_not_found);
+    CAF_CHECK_EQUAL(below.error().message,
+                    "working directory does not exist: " + spec.cwd);
   }
   sandbox::force_clone_fallback(false);
 }
