@@ -1,0 +1,61 @@
+// Micro-benchmarks of the blocking facade's request: `blocking_session::
+// info()`, which makes a scoped (blocking) actor for each call, against
+// the same request from one blocking actor kept for the whole loop (what a
+// facade that reused its blocking actor would cost). The difference is
+// what reusing it could save per call; the session's own work is the same
+// in both.
+
+#include <benchmark/benchmark.h>
+
+#include <caf/scoped_actor.hpp>
+
+#include "sandbox/actors/blocking_session.hpp"
+
+namespace {
+
+using namespace sandbox::actors;
+
+/// A node and one session, for one run of a benchmark (not a static: the
+/// node must end before CAF's own globals do).
+struct bench_node {
+  embedded_node node;
+  blocking_session session;
+  bench_node() : session(open(node)) {
+  }
+  ~bench_node() {
+    (void) session.stop();
+  }
+  static blocking_session open(embedded_node& n) {
+    auto s = blocking_session::create(n, session_config{});
+    if (!s)
+      throw std::runtime_error(s.error().message);
+    return std::move(*s);
+  }
+};
+
+void BM_facade_info(benchmark::State& state) {
+  bench_node b;
+  for (auto _ : state)
+    if (!b.session.info()) {
+      state.SkipWithError("info failed");
+      break;
+    }
+}
+BENCHMARK(BM_facade_info)->UseRealTime();
+
+void BM_reused_actor_info(benchmark::State& state) {
+  bench_node b;
+  caf::scoped_actor self{b.node.system()};
+  for (auto _ : state) {
+    bool ok = false;
+    self->request(b.session.handle(), caf::infinite, info_atom_v)
+      .receive([&](session_info&) { ok = true; }, [](caf::error&) {});
+    if (!ok) {
+      state.SkipWithError("info failed");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_reused_actor_info)->UseRealTime();
+
+} // namespace
