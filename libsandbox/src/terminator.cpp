@@ -43,6 +43,16 @@ struct termination : std::enable_shared_from_this<termination> {
   std::set<pid_t> seen;
   std::set<pid_t> killed;
   clock::time_point deadline;
+  /// Rounds of waiting in the current stage: the first waits are short
+  /// (processes usually end within a millisecond of the signal), then
+  /// they double up to `plan.poll`.
+  int rounds = 0;
+
+  /// The wait before the next check: 250 µs, doubling, at most `plan.poll`.
+  std::chrono::microseconds next_wait() {
+    auto wait = std::chrono::microseconds{250L << std::min(rounds++, 8)};
+    return std::min<std::chrono::microseconds>(wait, plan.poll);
+  }
 
   bool cgroup_mode() const noexcept {
     return !query.cgroup.empty();
@@ -126,7 +136,7 @@ struct termination : std::enable_shared_from_this<termination> {
   /// One round of waiting: stop when nothing is left; at the deadline,
   /// escalate to SIGKILL (grace stage) or count survivors (kill stage).
   void poll(bool killing) {
-    timer.expires_after(plan.poll);
+    timer.expires_after(next_wait());
     timer.async_wait(
       [self = shared_from_this(), killing](boost::system::error_code) {
         if (self->cgroup_mode())
@@ -153,8 +163,10 @@ struct termination : std::enable_shared_from_this<termination> {
     if (!killing)
       log_kill_stage(pids.size());
     signal_all(pids, SIGKILL);
-    if (!killing)
+    if (!killing) {
       deadline = clock::now() + plan.verify;
+      rounds = 0;
+    }
     poll(true);
   }
 
@@ -177,6 +189,7 @@ struct termination : std::enable_shared_from_this<termination> {
       auto pids = members();
       killed.insert(pids.begin(), pids.end());
       deadline = clock::now() + plan.verify;
+      rounds = 0;
       log_kill_stage(pids.size());
     }
     if (auto ok = cgroup_kill(query.cgroup); !ok)
@@ -192,11 +205,12 @@ struct termination : std::enable_shared_from_this<termination> {
     if (auto ok = cgroup_kill(kept()); !ok)
       log::logger()->warn("{} stop: {}", query.log_tag, ok.error().message);
     deadline = clock::now() + plan.verify;
+    rounds = 0;
     poll_kept();
   }
 
   void poll_kept() {
-    timer.expires_after(plan.poll);
+    timer.expires_after(next_wait());
     timer.async_wait([self = shared_from_this()](boost::system::error_code) {
       if (!self->populated())
         return self->finish(0);
