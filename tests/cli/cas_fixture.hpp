@@ -21,23 +21,10 @@
 
 #include "caf/test/unit_test.hpp"
 #include "cli_fixture.hpp"
+#include "helpers/check.hpp"
 #include "sandbox/fs/stat.hpp"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#  define SANDBOX_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#    define SANDBOX_TEST_SANITIZED 1
-#  endif
-#endif
-
 namespace sandbox::test {
-
-#ifdef SANDBOX_TEST_SANITIZED
-inline constexpr bool sanitized_build = true;
-#else
-inline constexpr bool sanitized_build = false;
-#endif
 
 /// Rounds of `writers` writers: 200, as the acceptance of the CAS write
 /// asks (libsandbox.fs_cas and actors.filesystem_cas run 200 rounds of 2,
@@ -56,7 +43,12 @@ inline constexpr bool sanitized_build = false;
 inline int cas_rounds(int writers) {
   if (remote_mode())
     return 20;
-  if ((contained_run() && writers == 32) || sanitized_build)
+#ifdef SANDBOX_TEST_SANITIZED
+  constexpr bool sanitized = true;
+#else
+  constexpr bool sanitized = false;
+#endif
+  if ((contained_run() && writers == 32) || sanitized)
     return 50;
   return 200;
 }
