@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "helpers/temp_dir.hpp"
 #include "helpers/test_isolation.hpp"
@@ -29,9 +31,10 @@ namespace sandbox::test {
 /// SIGCHLD) and the stop sweep open /proc entries on reactor threads at any
 /// moment and close them before they return, so those are left out; the
 /// descriptors of an execution (its pipes, its pidfd) are all closed before
-/// its result is delivered. The count is therefore exact right after a
-/// reply: no sampling, no waiting. Compared by count; printed with what
-/// each descriptor is, so that a failed check names the leaked ones.
+/// its result is delivered, so the count is exact right after a reply; the
+/// one exception, a contained execution's seccomp listener, is waited for by
+/// plumbing_fds_back_to. Compared by count; printed with what each
+/// descriptor is, so that a failed check names the leaked ones.
 struct fd_census {
   size_t count = 0;
   std::string targets;
@@ -68,6 +71,22 @@ inline fd_census plumbing_fds() {
   }
   ::closedir(d);
   return result;
+}
+
+/// The census once it is back to `expected`, or as it is after 10 s. A
+/// contained execution's seccomp listener is the one descriptor that may
+/// outlive its result: the reactor closes it when the kernel reports that no
+/// process uses the filter any more, which is when the session's init has
+/// reaped the last of them, and that can come just after the result. Any
+/// other descriptor still open after the wait is a leak.
+inline fd_census plumbing_fds_back_to(const fd_census& expected) {
+  auto now = plumbing_fds();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(now == expected) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+    now = plumbing_fds();
+  }
+  return now;
 }
 
 /// Live processes whose environment carries `marker` (KEY=VALUE prefix).

@@ -2,9 +2,6 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
-#include <chrono>
-#include <thread>
-
 #include "fixture.hpp"
 
 using sandbox::resident_bytes;
@@ -22,17 +19,7 @@ CAF_TEST(1000 sequential executions leave the fd count unchanged) {
     auto r = s.execute(i % 3 == 0 ? "echo out; echo err >&2" : "true");
     SANDBOX_REQUIRE_OK(r);
   }
-  // A contained execution's seccomp listener is closed by the reactor once
-  // the kernel reports that no process uses the filter any more, which can
-  // come just after the last result: the count must come back (bounded
-  // wait), and nothing may stay open.
-  auto now = sandbox::test::plumbing_fds();
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!(now == before) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
-    now = sandbox::test::plumbing_fds();
-  }
-  CAF_CHECK_EQUAL(now, before);
+  CAF_CHECK_EQUAL(sandbox::test::plumbing_fds_back_to(before), before);
   CAF_CHECK_EQUAL(sandbox::test::zombie_children(), 0u);
 }
 
@@ -71,7 +58,7 @@ CAF_TEST(a timed out execution leaves no descriptor behind) {
     SANDBOX_REQUIRE_OK(r);
     CAF_CHECK_EQUAL(r->exit_code, 124);
   }
-  CAF_CHECK_EQUAL(sandbox::test::plumbing_fds(), before);
+  CAF_CHECK_EQUAL(sandbox::test::plumbing_fds_back_to(before), before);
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker(s)), 0u);
 }
 
