@@ -6,8 +6,6 @@
 namespace sandbox {
 
 reactor::reactor(size_t threads) : guard_(ctx_.get_executor()) {
-  if (threads == 0)
-    threads = 1;
   threads_.reserve(threads);
   for (size_t i = 0; i < threads; ++i)
     threads_.emplace_back([this] {

@@ -16,7 +16,10 @@ namespace sandbox {
 /// and turned into messages; no thread is ever dedicated to one child.
 class reactor {
 public:
-  /// Starts `threads` threads (at least one) running the io_context.
+  /// Starts `threads` threads running the io_context. With 0 it starts
+  /// none and its owner runs `context()` itself: the flow tests do, so that
+  /// every callback runs on the test's thread between two steps of CAF's
+  /// test coordinator (a node refuses 0, runtime_config::validate).
   explicit reactor(size_t threads = 2);
 
   /// Stops the io_context and joins its threads.

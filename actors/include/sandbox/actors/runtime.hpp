@@ -47,7 +47,8 @@ struct runtime_config {
   /// The shell that runs commands (§1): `<shell> -c <command>`. An absolute
   /// path to an executable file.
   std::string shell = "/bin/sh";
-  /// Threads of the shared reactor; at least 1.
+  /// Threads of the shared reactor; at least 1 (a runtime made directly
+  /// with 0, never a node's, has a reactor its owner runs: sandbox::reactor).
   size_t reactor_threads = 2;
   /// Retained bytes per stream of a result (§9); at least 1.
   uint64_t output_cap = default_output_cap;

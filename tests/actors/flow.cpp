@@ -1,0 +1,286 @@
+#define CAF_SUITE actors.flow
+#include "caf/test/dsl.hpp"
+
+// The message flow of one execution, pinned with CAF's test coordinator:
+// every message an actor handles is counted, so that a change that adds a
+// hop fails here (docs/architecture.md, "One execution, hop by hop"). The
+// node's reactor runs on this thread too (a runtime made with 0 reactor
+// threads, see sandbox::reactor), one callback at a time between two steps
+// of the coordinator; only the children are real processes, so the test
+// waits for them on the reactor, bounded. Timing is measured by the
+// benchmarks, never here.
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "helpers/temp_dir.hpp"
+#include "sandbox/actors/protocol.hpp"
+#include "sandbox/actors/registration.hpp"
+#include "sandbox/actors/runtime.hpp"
+#include "sandbox/actors/session.hpp"
+
+using namespace sandbox;
+using namespace sandbox::actors;
+using namespace std::chrono_literals;
+
+namespace {
+
+runtime_config driven_runtime() {
+  runtime_config cfg;
+  cfg.reactor_threads = 0;
+  cfg.isolation = isolation_mode::none;
+  return cfg;
+}
+
+/// What a message is, by its types (the values do not matter here).
+std::string kind_of(const caf::type_erased_tuple& m) {
+  if (m.match_elements<execute_atom, std::string, exec_options, chunk_sink>())
+    return "execute";
+  if (m.match_elements<wait_atom>())
+    return "wait";
+  if (m.match_elements<exited_atom, int32_t, caf::error, exec_result>())
+    return "finished";
+  if (m.match_elements<exited_atom, int32_t>())
+    return "exit";
+  if (m.match_elements<exited_atom>())
+    return "exited";
+  if (m.match_elements<output_atom, int32_t, std::string>())
+    return "output";
+  if (m.match_elements<eof_atom, int32_t>())
+    return "eof";
+  if (m.match_elements<chunk_atom, output_chunk>())
+    return "chunk";
+  if (m.match_elements<ack_atom>())
+    return "ack";
+  if (m.match_elements<exec_result>())
+    return "result";
+  if (m.match_elements<caf::down_msg>())
+    return "down";
+  if (m.match_elements<end_atom, exit_reason>())
+    return "end";
+  if (m.match_elements<ended_atom, stop_receipt>())
+    return "ended";
+  if (m.match_elements<cancel_atom, std::string>())
+    return "cancel";
+  if (m.match_elements<stop_atom>())
+    return "stop";
+  if (m.match_elements<timeout_atom>())
+    return "timeout";
+  return to_string(m);
+}
+
+struct flow_fixture : test_coordinator_fixture<system_config> {
+  sandbox::test::temp_dir dir;
+  runtime_ptr rt = std::make_shared<runtime>(driven_runtime());
+  session_actor session;
+  /// Who is who in `seen`.
+  std::map<caf::abstract_actor*, std::string> names;
+  /// "<receiver> <- <kind>", in the order the actors handled them.
+  std::vector<std::string> seen;
+
+  flow_fixture() {
+    session_config cfg;
+    cfg.working_directory = dir.path + "/work";
+    cfg.home_directory = dir.path + "/home";
+    auto params = make_session_params(rt, cfg);
+    if (!params)
+      CAF_FAIL(params.error().message);
+    session = spawn_session(sys, std::move(*params));
+    name(session, "session");
+    run();
+  }
+
+  ~flow_fixture() override {
+    // Nothing of the session is left running; then no reactor callback
+    // reaches an actor any more (the system goes next).
+    if (!stopped) {
+      while (has_mail(self.ptr()))
+        self->dequeue();
+      self->send(session, stop_atom_v);
+      drive_until([&] { return has_mail(self.ptr()); });
+    }
+    rt->gate()->close();
+  }
+
+  template <class Handle>
+  void name(const Handle& h, std::string n) {
+    names[caf::actor_cast<caf::abstract_actor*>(h)] = std::move(n);
+  }
+
+  static bool has_mail(caf::abstract_actor* a) {
+    return a->peek_at_next_mailbox_element() != nullptr;
+  }
+
+  /// The next message an actor handles, recorded, then handled. A process
+  /// actor is named when it handles its first message.
+  void step() {
+    auto& next = sched.next_job<caf::scheduled_actor>();
+    auto* a = static_cast<caf::abstract_actor*>(&next);
+    if (names.count(a) == 0)
+      names[a] = "process";
+    auto* m = next.peek_at_next_mailbox_element();
+    seen.push_back(names[a] + " <- "
+                   + (m != nullptr ? kind_of(m->content()) : "(start)"));
+    sched.run_once();
+  }
+
+  /// Handles messages, and runs reactor callbacks when none is waiting
+  /// (blocking for a real child's exit there), until `done` holds; fails
+  /// after 10 s.
+  template <class Predicate>
+  void drive_until(Predicate done) {
+    auto& io = rt->reactor().context();
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline)
+        CAF_FAIL("the flow did not finish within 10 s; seen: "
+                 << caf::deep_to_string(seen));
+      if (!sched.jobs.empty())
+        step();
+      else
+        io.run_one_for(10ms);
+    }
+  }
+
+  /// Runs what is ready on the reactor and every message that follows.
+  void settle() {
+    auto& io = rt->reactor().context();
+    for (;;) {
+      while (!sched.jobs.empty())
+        step();
+      if (io.poll() == 0 && sched.jobs.empty())
+        return;
+    }
+  }
+
+  /// The reply waiting in the scoped actor's mailbox, taken out.
+  template <class T>
+  T reply() {
+    auto* m = self->peek_at_next_mailbox_element();
+    if (m == nullptr)
+      CAF_FAIL("no reply");
+    if (!m->content().match_elements<T>())
+      CAF_FAIL("unexpected reply: " << to_string(m->content()));
+    auto x = m->content().get_as<T>(0);
+    self->dequeue();
+    return x;
+  }
+
+  /// The test stopped the session itself.
+  bool stopped = false;
+};
+
+std::vector<std::string> sorted(std::vector<std::string> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs;
+}
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(flow_tests, flow_fixture)
+
+CAF_TEST(an execution nobody streams takes five messages and its reply) {
+  self->send(session, execute_atom_v, std::string{"echo out; echo err >&2"},
+             exec_options{}, chunk_sink{});
+  expect((execute_atom, std::string, exec_options, chunk_sink),
+         from(self).to(session));
+  // The session launched the child and delegated `wait` to its new actor.
+  auto& next = sched.next_job<caf::scheduled_actor>();
+  auto process = caf::actor_cast<caf::actor>(&next);
+  CAF_REQUIRE(process != caf::actor_cast<caf::actor>(session));
+  expect((wait_atom), from(self).to(process));
+  // The reactor reports once: status and output (nobody streams).
+  drive_until(
+    [&] { return has_mail(caf::actor_cast<caf::abstract_actor*>(process)); });
+  expect((exited_atom, int32_t, caf::error, exec_result), to(process));
+  expect((exited_atom), from(process).to(session));
+  auto r = reply<exec_result>();
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_EQUAL(r.stdout_data, "out\n");
+  CAF_CHECK_EQUAL(r.stderr_data, "err\n");
+  expect((caf::down_msg), to(session));
+  // Nothing else: no message per output chunk, none after the result.
+  settle();
+  CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
+  CAF_CHECK(!has_mail(self.ptr()));
+}
+
+CAF_TEST(a streamed execution sends a chunk per line and three reports) {
+  std::vector<output_chunk> chunks;
+  auto sink = sys.spawn([&chunks]() -> chunk_sink::behavior_type {
+    return {[&chunks](chunk_atom, output_chunk& c) {
+      chunks.push_back(std::move(c));
+      return ack_atom_v;
+    }};
+  });
+  name(sink, "sink");
+  run();
+  self->send(session, execute_atom_v, std::string{"echo out"}, exec_options{},
+             sink);
+  drive_until([&] { return has_mail(self.ptr()); });
+  auto r = reply<exec_result>();
+  settle();
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_EQUAL(r.stdout_data, "out\n");
+  CAF_REQUIRE_EQUAL(chunks.size(), 1u);
+  CAF_CHECK_EQUAL(chunks[0].data, "out\n");
+  // The reactor: one read, the two ends of stream and the exit; the sink
+  // acknowledges the chunk (its credit for the next read).
+  CAF_CHECK_EQUAL(sorted(seen),
+                  sorted({"session <- execute", "process <- wait",
+                          "process <- output", "sink <- chunk",
+                          "process <- ack", "process <- eof", "process <- eof",
+                          "process <- exit", "session <- exited",
+                          "session <- down"}));
+}
+
+CAF_TEST(a cancel ends the execution with its sweep) {
+  exec_options opts;
+  opts.cancel_key = "k";
+  self->send(session, execute_atom_v, std::string{"exec sleep 30"}, opts,
+             chunk_sink{});
+  drive_until([&] { return seen.size() >= 2; }); // execute, then wait
+  self->send(session, cancel_atom_v, std::string{"k"});
+  drive_until([&] { return has_mail(self.ptr()); });
+  CAF_CHECK_EQUAL(reply<bool>(), true);
+  drive_until([&] { return has_mail(self.ptr()); });
+  auto r = reply<exec_result>();
+  settle();
+  CAF_CHECK(r.reason == exit_reason::cancelled);
+  CAF_CHECK_EQUAL(r.exit_code, 130);
+  // The sweep's receipt and the reactor's one report, in either order.
+  CAF_CHECK_EQUAL(sorted(seen),
+                  sorted({"session <- execute", "process <- wait",
+                          "session <- cancel", "process <- end",
+                          "process <- ended", "process <- finished",
+                          "session <- exited", "session <- down"}));
+}
+
+CAF_TEST(a stop ends a running execution and answers with its receipt) {
+  self->send(session, execute_atom_v, std::string{"exec sleep 30"},
+             exec_options{}, chunk_sink{});
+  drive_until([&] { return seen.size() >= 2; });
+  stopped = true;
+  self->send(session, stop_atom_v);
+  // The execution's result first: the receipt waits for it.
+  drive_until([&] { return has_mail(self.ptr()); });
+  auto r = reply<exec_result>();
+  CAF_CHECK(r.reason == exit_reason::stopped);
+  drive_until([&] { return has_mail(self.ptr()); });
+  auto receipt = reply<stop_receipt>();
+  settle();
+  CAF_CHECK_EQUAL(receipt.survivors, 0u);
+  // The session tells the process actor, asks for its result and sweeps;
+  // the process actor answers both requesters once the reactor reported.
+  CAF_CHECK_EQUAL(sorted(seen),
+                  sorted({"session <- execute", "process <- wait",
+                          "session <- stop", "process <- end",
+                          "process <- wait", "session <- ended",
+                          "process <- finished", "session <- exited",
+                          "session <- result", "session <- down"}));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
