@@ -2,7 +2,10 @@
 // baseline is a raw posix_spawn of the same program with the same three
 // pipes, measured in the same run, so the figures read as a ratio.
 // `BM_launch_cgroup` adds what the cgroup mode adds per execution: the
-// execution's cgroup made before (mkdir) and removed after (rmdir).
+// execution's cgroup made before (mkdir) and removed after (rmdir);
+// `BM_launch_cgroup_reused` launches into one cgroup kept for the loop,
+// checked empty before each launch, what a reuse of emptied execution
+// cgroups per session would cost instead.
 // `BM_launch_contained/<steps>` launches into a contained session (its init
 // made once, before the loop) with some of a contained command's steps, so
 // that the differences tell what each step costs: 0 enters the namespaces
@@ -134,6 +137,43 @@ void BM_launch_cgroup(benchmark::State& state) {
   launch_loop(state, false, tree->get());
 }
 BENCHMARK(BM_launch_cgroup)->UseRealTime();
+
+// What reusing an emptied execution cgroup would cost instead: one cgroup
+// made before the loop, and before each launch the check that it is empty
+// (`cgroup.events`), which a reuse could not skip (a background process
+// left in it would join the next execution).
+void BM_launch_cgroup_reused(benchmark::State& state) {
+  auto tree = sandbox::cgroup_tree::create();
+  auto dir = tree ? (*tree)->make_execution("bench", 0)
+                  : sandbox::result<std::string>{tree.error()};
+  if (!dir) {
+    state.SkipWithError(dir.error().message.c_str());
+    for (auto _ : state)
+      ;
+    return;
+  }
+  sandbox::force_clone_fallback(false);
+  state.SetLabel(std::string{sandbox::launch_method()});
+  auto spec = true_spec();
+  spec.cgroup = *dir;
+  auto cpu0 = children_cpu();
+  for (auto _ : state) {
+    auto busy = sandbox::cgroup_populated(spec.cgroup);
+    if (!busy || *busy) {
+      state.SkipWithError("the reused cgroup is not empty");
+      break;
+    }
+    auto c = sandbox::launch(spec);
+    if (!c) {
+      state.SkipWithError(c.error().message.c_str());
+      break;
+    }
+    reap(c->pid);
+  }
+  child_cpu_counter(state, cpu0);
+  ::rmdir(spec.cgroup.c_str());
+}
+BENCHMARK(BM_launch_cgroup_reused)->UseRealTime();
 
 void BM_launch_contained(benchmark::State& state) {
   auto missing = sandbox::host_isolation().missing();
