@@ -56,7 +56,7 @@ struct process_state {
   std::unique_ptr<capped_output> kept[2];
   /// What the reactor kept of an execution nobody streams, with its exit.
   std::optional<exec_result> from_reactor;
-  bool eof[2] = {false, false};
+  /// The child was reaped and both its streams ended (one report).
   bool exited = false;
   int status = 0;
   /// The exit status could not be collected: every `wait` gets this error
@@ -246,7 +246,7 @@ void send_chunk(self_ptr self, stream_kind s, std::string data) {
 
 void maybe_finish(self_ptr self) {
   auto& st = self->state;
-  if (st.result || !st.exited || !st.eof[0] || !st.eof[1])
+  if (st.result || !st.exited)
     return;
   if (st.forced && *st.forced != exit_reason::stopped && !st.swept)
     return;
@@ -314,28 +314,22 @@ void maybe_finish(self_ptr self) {
 }
 
 /// The child was reaped (by its `child_process`, which also released it
-/// from the reaper's registry of owned children).
+/// from the reaper's registry of owned children) and both its streams
+/// ended, or were closed after the linger.
 void child_exited(self_ptr self) {
   auto& st = self->state;
   st.exited = true;
   if (st.child) {
     // A descendant still in the child's group (`cmd &`) may outlive it:
-    // its zombie, once re-parented to the node, is ours to reap.
+    // its zombie, once re-parented to the node, is ours to reap. The report
+    // came when the streams ended, after a linger maybe: a descendant that
+    // died meanwhile is a zombie the reaper's scans skipped so far.
     auto pgid = st.child->pid();
     if (::kill(-pgid, 0) == 0) {
       st.p.rt->reaper()->track_group(pgid);
-      // Told when the streams ended too, after a linger maybe: a
-      // descendant that died meanwhile is a zombie the reaper's scans
-      // skipped so far.
-      if (st.from_reactor)
-        st.p.rt->reaper()->reap_now();
+      st.p.rt->reaper()->reap_now();
     }
   }
-  // A background descendant may hold the pipes open for as long as it
-  // lives; the result does not wait for it beyond the linger time (the
-  // reactor sees to that itself when it keeps the output).
-  if ((!st.eof[0] || !st.eof[1]) && st.child && st.kept[0])
-    st.child->close_output_after(st.p.rt->config().linger);
   maybe_finish(self);
 }
 
@@ -377,47 +371,33 @@ void start_child(self_ptr self) {
     send_if_alive<process_actor_impl>(weak, written_atom_v, id,
                                       static_cast<int32_t>(err));
   };
-  if (!st.kept[0]) {
-    // Nobody streams this execution: the reactor keeps its output and
-    // reports once, with the exit.
-    ev.keep_cap = st.p.output_cap;
-    ev.linger = st.p.rt->config().linger;
-    ev.on_finished = [weak](result<int> status, kept_output kept) {
-      exec_result r;
-      r.stdout_data = std::move(kept.out);
-      r.stderr_data = std::move(kept.err);
-      r.truncated = kept.truncated;
-      r.dropped_bytes = kept.dropped_bytes;
-      if (status)
-        send_if_alive<process_actor_impl>(weak, exited_atom_v,
-                                          static_cast<int32_t>(*status),
-                                          caf::error{}, std::move(r));
-      else
-        send_if_alive<process_actor_impl>(
-          weak, exited_atom_v, int32_t{0},
-          caf::make_error(status.error().code, status.error().message),
-          std::move(r));
+  // One report at the end: the status once the child was reaped and both
+  // streams ended (the reactor arms the linger at the exit). Nobody
+  // streams this execution: the reactor also keeps its output, sent with
+  // the report. Else every read is a message, and the report carries no
+  // output.
+  if (st.kept[0])
+    ev.on_output = [weak](stream_kind s, std::string data) {
+      send_if_alive<process_actor_impl>(
+        weak, output_atom_v, static_cast<int32_t>(s), std::move(data));
     };
-    st.child = std::move(st.p.child);
-    st.child->activate(std::move(ev));
-    return;
-  }
-  ev.on_exit = [weak](result<int> status) {
+  ev.keep_cap = st.p.output_cap;
+  ev.linger = st.p.rt->config().linger;
+  ev.on_finished = [weak](result<int> status, kept_output kept) {
+    exec_result r;
+    r.stdout_data = std::move(kept.out);
+    r.stderr_data = std::move(kept.err);
+    r.truncated = kept.truncated;
+    r.dropped_bytes = kept.dropped_bytes;
     if (status)
       send_if_alive<process_actor_impl>(weak, exited_atom_v,
-                                        static_cast<int32_t>(*status));
+                                        static_cast<int32_t>(*status),
+                                        caf::error{}, std::move(r));
     else
-      send_if_alive<process_actor_impl>(
-        weak, exited_atom_v,
-        caf::make_error(status.error().code, status.error().message));
-  };
-  ev.on_output = [weak](stream_kind s, std::string data) {
-    send_if_alive<process_actor_impl>(weak, output_atom_v,
-                                      static_cast<int32_t>(s), std::move(data));
-  };
-  ev.on_eof = [weak](stream_kind s) {
-    send_if_alive<process_actor_impl>(weak, eof_atom_v,
-                                      static_cast<int32_t>(s));
+      send_if_alive<process_actor_impl>(weak, exited_atom_v, int32_t{0},
+                                        caf::make_error(status.error().code,
+                                                        status.error().message),
+                                        std::move(r));
   };
   st.child = std::move(st.p.child);
   st.child->activate(std::move(ev));
@@ -535,10 +515,6 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
       }
       send_chunk(self, s, std::move(emit));
     },
-    [self](eof_atom, int32_t stream) {
-      self->state.eof[stream == 0 ? 0 : 1] = true;
-      maybe_finish(self);
-    },
     [self](violations_atom, std::vector<violation>& v) {
       auto& st = self->state;
       // Once the result is out, the session keeps them.
@@ -549,22 +525,14 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
       }
       keep_violations(st, std::move(v));
     },
-    [self](exited_atom, int32_t status) {
-      self->state.status = status;
-      child_exited(self);
-    },
-    [self](exited_atom, caf::error& err) {
-      self->state.failure = std::move(err);
-      child_exited(self);
-    },
     [self](exited_atom, int32_t status, caf::error& err, exec_result& kept) {
       auto& st = self->state;
       if (err)
         st.failure = std::move(err);
       else
         st.status = status;
-      st.from_reactor = std::move(kept);
-      st.eof[0] = st.eof[1] = true;
+      if (!st.kept[0])
+        st.from_reactor = std::move(kept);
       child_exited(self);
     },
     [self](written_atom, uint64_t id, int32_t err) {

@@ -311,17 +311,21 @@ namespace {
 struct finished_report {
   sandbox::result<int> status = 0;
   sandbox::kept_output kept;
+  /// Streamed only: the pieces, and how many came before the report.
+  std::string streamed[2];
   int outputs = 0;
+  int outputs_before_report = -1;
   int eofs = 0;
   int exits = 0;
   pid_t pid = 0;
 };
 
-/// Runs `command` with its output kept on the reactor (`keep_cap` bytes
-/// per stream) and waits for the one report.
-finished_report
-run_kept(fixture& f, const std::string& command, uint64_t keep_cap,
-         std::chrono::milliseconds linger = std::chrono::milliseconds{0}) {
+/// Runs `command` with one report at the end (`on_finished`) and waits
+/// for it: its output kept on the reactor (`keep_cap` bytes per stream),
+/// or streamed to `on_output` (granting each piece) when `stream` is set.
+finished_report run_finished(fixture& f, const std::string& command,
+                             uint64_t keep_cap,
+                             std::chrono::milliseconds linger, bool stream) {
   auto c = f.start_owned(command);
   CAF_REQUIRE(c.has_value());
   std::mutex mtx;
@@ -331,10 +335,16 @@ run_kept(fixture& f, const std::string& command, uint64_t keep_cap,
   sandbox::child_events ev;
   ev.keep_cap = keep_cap;
   ev.linger = linger;
-  ev.on_output = [&](sandbox::stream_kind, std::string) {
-    std::lock_guard<std::mutex> guard{mtx};
-    ++out.outputs;
-  };
+  auto* child = c->get();
+  if (stream)
+    ev.on_output = [&, child](sandbox::stream_kind s, std::string data) {
+      {
+        std::lock_guard<std::mutex> guard{mtx};
+        ++out.outputs;
+        out.streamed[s == sandbox::stream_kind::out ? 0 : 1] += data;
+      }
+      child->grant(s);
+    };
   ev.on_eof = [&](sandbox::stream_kind) {
     std::lock_guard<std::mutex> guard{mtx};
     ++out.eofs;
@@ -348,6 +358,7 @@ run_kept(fixture& f, const std::string& command, uint64_t keep_cap,
       std::lock_guard<std::mutex> guard{mtx};
       out.status = std::move(status);
       out.kept = std::move(k);
+      out.outputs_before_report = out.outputs;
     }
     done.set_value();
   };
@@ -357,6 +368,18 @@ run_kept(fixture& f, const std::string& command, uint64_t keep_cap,
   (*c)->shutdown();
   std::lock_guard<std::mutex> guard{mtx};
   return out;
+}
+
+finished_report
+run_kept(fixture& f, const std::string& command, uint64_t keep_cap,
+         std::chrono::milliseconds linger = std::chrono::milliseconds{0}) {
+  return run_finished(f, command, keep_cap, linger, false);
+}
+
+finished_report
+run_streamed(fixture& f, const std::string& command,
+             std::chrono::milliseconds linger = std::chrono::milliseconds{0}) {
+  return run_finished(f, command, 0, linger, true);
 }
 
 } // namespace
@@ -376,8 +399,7 @@ CAF_TEST(output nobody streams is kept on the reactor and reported once) {
   CAF_CHECK_EQUAL(r.kept.err, "err");
   CAF_CHECK(!r.kept.truncated);
   CAF_CHECK_EQUAL(r.kept.dropped_bytes, 0u);
-  // One report: no piece, no end of stream, no separate exit.
-  CAF_CHECK_EQUAL(r.outputs, 0);
+  // One report: no end of stream, no separate exit.
   CAF_CHECK_EQUAL(r.eofs, 0);
   CAF_CHECK_EQUAL(r.exits, 0);
 }
@@ -402,6 +424,33 @@ CAF_TEST(
   CAF_CHECK_EQUAL(r.exits, 0);
   CAF_CHECK_EQUAL(r.eofs, 0);
   // The job is left to whoever owns the group (the session's sweep).
+  CAF_CHECK_EQUAL(::kill(-r.pid, SIGKILL), 0);
+}
+
+CAF_TEST(streamed output comes piece by piece and then one report) {
+  auto r = run_streamed(*this, "head -c 262144 /dev/zero | tr '\\0' a; "
+                               "printf err >&2; exit 7");
+  CAF_REQUIRE(r.status.has_value());
+  CAF_CHECK_EQUAL(WEXITSTATUS(*r.status), 7);
+  CAF_CHECK_EQUAL(r.streamed[0], std::string(262144, 'a'));
+  CAF_CHECK_EQUAL(r.streamed[1], "err");
+  // Every piece before the report, which keeps nothing itself.
+  CAF_CHECK_GREATER(r.outputs, 1);
+  CAF_CHECK_EQUAL(r.outputs_before_report, r.outputs);
+  CAF_CHECK_EQUAL(r.kept.out, "");
+  CAF_CHECK_EQUAL(r.kept.err, "");
+  CAF_CHECK_EQUAL(r.eofs, 0);
+  CAF_CHECK_EQUAL(r.exits, 0);
+}
+
+CAF_TEST(a background job delays a streamed report by the linger only) {
+  auto r = run_streamed(*this, "echo before; sleep 30 & exit 0",
+                        std::chrono::milliseconds{50});
+  CAF_REQUIRE(r.status.has_value());
+  CAF_CHECK_EQUAL(WEXITSTATUS(*r.status), 0);
+  CAF_CHECK_EQUAL(r.streamed[0], "before\n");
+  CAF_CHECK_EQUAL(r.exits, 0);
+  CAF_CHECK_EQUAL(r.eofs, 0);
   CAF_CHECK_EQUAL(::kill(-r.pid, SIGKILL), 0);
 }
 

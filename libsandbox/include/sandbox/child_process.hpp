@@ -39,11 +39,12 @@ struct kept_output {
 /// Receives what a child does. Every callback runs on a reactor thread and
 /// must not block; the actor layer turns each call into a message.
 ///
-/// Two ways to be told: piece by piece (`on_output`, `on_eof`, `on_exit`),
-/// for an execution whose output is streamed or read while it runs; or
-/// once (`on_finished`), for an execution nobody streams: the reactor then
-/// keeps the output itself and reports the exit and everything kept in one
-/// call, so such an execution costs one message however much it prints.
+/// The end is told either piece by piece (`on_eof` per stream, `on_exit`)
+/// or once (`on_finished`: the exit, after both streams ended). The output
+/// goes to `on_output` as it arrives (streamed, or read while the child
+/// runs); or, for an execution nobody streams (`on_finished` without
+/// `on_output`), the reactor keeps it itself and hands it over with the
+/// report, so such an execution costs one message however much it prints.
 struct child_events {
   /// A piece of output. At most `window` pieces per stream are delivered
   /// before `child_process::grant` is called for that stream (backpressure).
@@ -59,12 +60,14 @@ struct child_events {
   std::function<void(result<int> status)> on_exit;
   /// A stdin write finished; `err` is 0 or an errno value.
   std::function<void(uint64_t id, int err)> on_stdin_written;
-  /// When set, replaces `on_output`, `on_eof` and `on_exit`: called once,
-  /// when the child was reaped and both streams ended, with the status (as
-  /// `on_exit`) and the output kept (`keep_cap` bytes per stream at most,
-  /// see `capped_output`). Reading never waits for a grant. A background
-  /// descendant that still holds the pipes after the child's exit holds
-  /// the report back for at most `linger` (as `close_output_after`).
+  /// When set, replaces `on_eof` and `on_exit`: called once, when the
+  /// child was reaped and both streams ended (every `on_output` call came
+  /// before), with the status (as `on_exit`). Without `on_output`, also
+  /// with the output kept (`keep_cap` bytes per stream at most, see
+  /// `capped_output`), and reading never waits for a grant; with it, the
+  /// output is empty. A background descendant that still holds the pipes
+  /// after the child's exit holds the report back for at most `linger` (as
+  /// `close_output_after`, armed by the reactor at the exit).
   std::function<void(result<int> status, kept_output output)> on_finished;
   uint64_t keep_cap = 0;
   std::chrono::milliseconds linger{0};
@@ -200,7 +203,10 @@ private:
   std::string cgroup_;
   unique_fd watch_listener_;
   child_events events_;
-  /// The output kept in `on_finished` mode; null otherwise.
+  /// `on_finished` was given: one report at the end.
+  bool one_report_ = false;
+  /// The output kept in `on_finished` mode without `on_output`; null
+  /// otherwise.
   std::unique_ptr<capped_output> kept_[2];
   /// `on_finished` mode: the status, once reaped.
   std::optional<result<int>> status_;

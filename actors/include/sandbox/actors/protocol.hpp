@@ -226,7 +226,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, hooked_atom, "hooked")
   // Internal to the process actor: events of its child on the reactor.
   CAF_ADD_ATOM(sandbox, sandbox::actors, output_atom, "output")
-  CAF_ADD_ATOM(sandbox, sandbox::actors, eof_atom, "eof")
   CAF_ADD_ATOM(sandbox, sandbox::actors, exited_atom, "exited")
   CAF_ADD_ATOM(sandbox, sandbox::actors, written_atom, "written")
   CAF_ADD_ATOM(sandbox, sandbox::actors, timeout_atom, "timeout")
@@ -288,13 +287,12 @@ using process_actor = caf::typed_actor<
 /// The full interface of the process actor: the public one plus the events
 /// of its child, sent from the reactor, and the orders of its session.
 using process_actor_impl = process_actor::extend<
+  // A read of a streamed (or spawned) execution: stream, bytes.
   caf::reacts_to<output_atom, int32_t, std::string>,
-  caf::reacts_to<eof_atom, int32_t>, caf::reacts_to<exited_atom, int32_t>,
-  // The child's exit status could not be collected (waitpid failed).
-  caf::reacts_to<exited_atom, caf::error>,
-  // An execution nobody streams: the child exited (its status, or the
-  // error that it could not be collected) and both streams ended; the
-  // output the reactor kept is in the result's data fields.
+  // The child exited (its status, or the error that it could not be
+  // collected: waitpid failed) and both streams ended. For an execution
+  // nobody streams, the output the reactor kept is in the result's data
+  // fields; else they are empty (every read was an `output`).
   caf::reacts_to<exited_atom, int32_t, caf::error, exec_result>,
   caf::reacts_to<written_atom, uint64_t, int32_t>, caf::reacts_to<timeout_atom>,
   // Ends the child and its descendants with the given exit reason.
