@@ -63,6 +63,19 @@ void reap(pid_t pid) {
   ::waitpid(pid, &status, 0);
 }
 
+/// Launches `spec` and reaps it; false (the benchmark skipped with the
+/// error) when the launch fails.
+bool launch_and_reap(benchmark::State& state,
+                     const sandbox::launch_spec& spec) {
+  auto c = sandbox::launch(spec);
+  if (!c) {
+    state.SkipWithError(c.error().message.c_str());
+    return false;
+  }
+  reap(c->pid);
+  return true;
+}
+
 void BM_posix_spawn_baseline(benchmark::State& state) {
   char* argv[] = {const_cast<char*>("true"), nullptr};
   auto cpu0 = children_cpu();
@@ -103,12 +116,8 @@ void launch_loop(benchmark::State& state, bool fallback,
       }
       spec.cgroup = *dir;
     }
-    auto c = sandbox::launch(spec);
-    if (!c) {
-      state.SkipWithError(c.error().message.c_str());
+    if (!launch_and_reap(state, spec))
       break;
-    }
-    reap(c->pid);
     if (tree)
       ::rmdir(spec.cgroup.c_str());
   }
@@ -163,12 +172,8 @@ void BM_launch_cgroup_reused(benchmark::State& state) {
       state.SkipWithError("the reused cgroup is not empty");
       break;
     }
-    auto c = sandbox::launch(spec);
-    if (!c) {
-      state.SkipWithError(c.error().message.c_str());
+    if (!launch_and_reap(state, spec))
       break;
-    }
-    reap(c->pid);
   }
   child_cpu_counter(state, cpu0);
   ::rmdir(spec.cgroup.c_str());
@@ -217,12 +222,8 @@ void BM_launch_contained(benchmark::State& state) {
     c.watch_filter = sandbox::watch_filter();
   auto cpu0 = children_cpu();
   for (auto _ : state) {
-    auto child = sandbox::launch(spec);
-    if (!child) {
-      state.SkipWithError(child.error().message.c_str());
+    if (!launch_and_reap(state, spec))
       break;
-    }
-    reap(child->pid);
   }
   child_cpu_counter(state, cpu0);
   session->reset();
