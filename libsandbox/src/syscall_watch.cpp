@@ -24,6 +24,8 @@
 #include <optional>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <fmt/format.h>
 
 #include "sandbox/process_tree.hpp"
@@ -509,9 +511,13 @@ struct watcher : std::enable_shared_from_this<watcher> {
   std::vector<char> request;
   std::vector<char> response;
 
-  watcher(reactor& r, int listener) : fd(r.context(), listener) {
+  /// On a strand of its own: a wait, its check and its handler never run
+  /// at the same time.
+  watcher(reactor& r, int listener)
+    : fd(boost::asio::make_strand(r.context()), listener) {
   }
 
+  /// On the strand.
   void wait() {
     fd.async_wait(
       boost::asio::posix::stream_descriptor::wait_read,
@@ -519,16 +525,30 @@ struct watcher : std::enable_shared_from_this<watcher> {
         if (!ec)
           self->on_ready();
       });
+    // Asio registers the descriptor edge-triggered and never tries a wait
+    // before it is queued: the end of the filter's last user, if it came
+    // while no wait was queued (while `on_ready` ran), raised its one edge
+    // for nobody, and the listener would stay open for as long as the node
+    // lives. Looked at once more now that the wait is queued, so that it
+    // is seen either here or by the wait.
+    if (hung_up()) {
+      boost::system::error_code ignored;
+      fd.close(ignored); // the wait ends with operation_aborted
+    }
+  }
+
+  /// Nothing uses the filter any more (and nothing waits for an answer).
+  bool hung_up() {
+    pollfd p{fd.native_handle(), POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) == 0
+           && (p.revents & (POLLHUP | POLLERR)) != 0;
   }
 
   void on_ready() {
     pollfd p{fd.native_handle(), POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) == 0
-        && (p.revents & (POLLHUP | POLLERR)) != 0)
-      return; // Nothing uses the filter any more: the listener closes.
-    if ((p.revents & POLLIN) != 0)
+    if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0)
       handle_one();
-    wait();
+    wait(); // closes the listener if nothing uses the filter any more
   }
 
   void handle_one() {
@@ -586,7 +606,7 @@ void watch_syscalls(reactor& r, unique_fd listener,
     std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
   w->response.resize(
     std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
-  w->wait();
+  boost::asio::post(w->fd.get_executor(), [w] { w->wait(); });
 }
 
 } // namespace sandbox

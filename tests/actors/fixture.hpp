@@ -27,16 +27,20 @@
 namespace sandbox::test {
 
 /// The descriptors of this process that an execution could leak: every
-/// open descriptor except reads of /proc. The subreaper (after each
-/// SIGCHLD) and the stop sweep open /proc entries on reactor threads at any
-/// moment and close them before they return, so those are left out; the
-/// descriptors of an execution (its pipes, its pidfd) are all closed before
-/// its result is delivered, so the count is exact right after a reply; the
-/// one exception, a contained execution's seccomp listener, is waited for by
-/// plumbing_fds_back_to. Compared by count; printed with what each
-/// descriptor is, so that a failed check names the leaked ones.
+/// open descriptor except reads of /proc, with a contained execution's
+/// seccomp listeners counted apart. The subreaper (after each SIGCHLD) and
+/// the stop sweep open /proc entries on reactor threads at any moment and
+/// close them before they return, so those are left out; the descriptors
+/// of an execution (its pipes, its pidfd) are all closed before its result
+/// is delivered, so `count` is exact right after a reply. A listener is
+/// closed by the reactor when the kernel reports that no process uses the
+/// filter any more, once the last of them was reaped, which can come just
+/// after the result: `leaked_fds` waits for them. Compared by count;
+/// printed with what each descriptor is, so that a failed check names the
+/// leaked ones.
 struct fd_census {
   size_t count = 0;
+  size_t listeners = 0;
   std::string targets;
 
   friend bool operator==(const fd_census& x, const fd_census& y) {
@@ -64,6 +68,10 @@ inline fd_census plumbing_fds() {
     std::string_view t{target, static_cast<size_t>(len)};
     if (t == "/proc" || t.substr(0, 6) == "/proc/")
       continue; // includes the directory stream listing /proc/self/fd
+    if (t == "anon_inode:seccomp notify") {
+      ++result.listeners;
+      continue;
+    }
     ++result.count;
     if (!result.targets.empty())
       result.targets += ", ";
@@ -73,20 +81,22 @@ inline fd_census plumbing_fds() {
   return result;
 }
 
-/// The census once it is back to `expected`, or as it is after 10 s. A
-/// contained execution's seccomp listener is the one descriptor that may
-/// outlive its result: the reactor closes it when the kernel reports that no
-/// process uses the filter any more, which is when the session's init has
-/// reaped the last of them, and that can come just after the result. Any
-/// other descriptor still open after the wait is a leak.
-inline fd_census plumbing_fds_back_to(const fd_census& expected) {
+/// What is open now that was not at `before`, once every execution of the
+/// test has ended: empty when the count is back to `before` and no seccomp
+/// listener is left, else what is open. Waits for that up to 10 s (the
+/// listeners close just after the results, see fd_census).
+inline std::string leaked_fds(const fd_census& before) {
   auto now = plumbing_fds();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!(now == expected) && std::chrono::steady_clock::now() < deadline) {
+  auto settled = [&] { return now == before && now.listeners == 0; };
+  while (!settled() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::yield();
     now = plumbing_fds();
   }
-  return now;
+  if (settled())
+    return {};
+  return "open: " + to_string(now) + "; seccomp listeners: "
+         + std::to_string(now.listeners) + "; before: " + to_string(before);
 }
 
 /// Live processes whose environment carries `marker` (KEY=VALUE prefix).
