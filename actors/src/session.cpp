@@ -628,6 +628,13 @@ void maybe_complete_stop(self_ptr self) {
   st.contained.reset();
   st.read_cover.reset();
   st.cgroup_limits.reset();
+  // §22: the leased port is free again once nothing of the session runs,
+  // before the receipt goes out: whoever got it can lease the port again.
+  if (st.p.lease) {
+    log::logger()->debug("{} released port {}", log::tag{st.p.id},
+                         st.p.lease->port());
+    st.p.lease->release();
+  }
   // The node forgets a session stopped through its own handle too; told
   // before the receipt goes out, so that whoever got it finds the session
   // gone from the node.
@@ -643,12 +650,6 @@ void maybe_complete_stop(self_ptr self) {
     st.running->by_group.clear();
   }
   st.groups.clear();
-  // §22: the leased port is free again once nothing of the session runs.
-  if (st.p.lease) {
-    log::logger()->debug("{} released port {}", log::tag{st.p.id},
-                         st.p.lease->port());
-    st.p.lease->release();
-  }
   for (auto& addr : st.finished)
     if (auto p = caf::actor_cast<process_actor_impl>(addr))
       self->send(p, end_atom_v, exit_reason::stopped);
