@@ -97,6 +97,14 @@ int index_of(stream_kind s) {
   return s == stream_kind::out ? 0 : 1;
 }
 
+/// Moves what was kept of the output into `r`.
+void put_output(exec_result& r, kept_output k) {
+  r.stdout_data = std::move(k.out);
+  r.stderr_data = std::move(k.err);
+  r.truncated = k.truncated;
+  r.dropped_bytes = k.dropped_bytes;
+}
+
 /// Status → exit code and reason (§1, §5, §6).
 void evaluate(const process_state& st, exec_result& r) {
   if (WIFEXITED(st.status)) {
@@ -257,24 +265,16 @@ void maybe_finish(self_ptr self) {
   }
   // Every chunk goes out before the result.
   send_queued(self, true);
-  exec_result r;
+  // What the reactor kept came with the exit, already in a result.
+  exec_result r = st.from_reactor ? std::move(*st.from_reactor) : exec_result{};
+  if (!st.from_reactor)
+    put_output(r, kept_output::take(*st.kept[0], *st.kept[1]));
   evaluate(st, r);
   r.violations = std::move(st.seen);
   r.violations_dropped = st.seen_dropped;
   judge_limits(st, r);
   log::logger()->debug("{} ended: {} {}", log::tag{st.p.session_id, st.p.exec},
                        to_string(r.reason), r.exit_code);
-  if (auto& k = st.from_reactor) {
-    r.truncated = k->truncated;
-    r.dropped_bytes = k->dropped_bytes;
-    r.stdout_data = std::move(k->stdout_data);
-    r.stderr_data = std::move(k->stderr_data);
-  } else {
-    r.truncated = st.kept[0]->truncated() || st.kept[1]->truncated();
-    r.dropped_bytes = st.kept[0]->dropped_bytes() + st.kept[1]->dropped_bytes();
-    r.stdout_data = st.kept[0]->take();
-    r.stderr_data = st.kept[1]->take();
-  }
   // The session learns first: a caller who has seen the result never finds
   // the execution still running there (its cancel key still held).
   if (auto session = caf::actor_cast<session_actor_impl>(st.p.session)) {
@@ -385,10 +385,7 @@ void start_child(self_ptr self) {
   ev.linger = st.p.rt->config().linger;
   ev.on_finished = [weak](result<int> status, kept_output kept) {
     exec_result r;
-    r.stdout_data = std::move(kept.out);
-    r.stderr_data = std::move(kept.err);
-    r.truncated = kept.truncated;
-    r.dropped_bytes = kept.dropped_bytes;
+    put_output(r, std::move(kept));
     if (status)
       send_if_alive<process_actor_impl>(weak, exited_atom_v,
                                         static_cast<int32_t>(*status),

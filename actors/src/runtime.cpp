@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
@@ -164,29 +163,21 @@ runtime::runtime(runtime_config cfg)
 }
 
 runtime::~runtime() {
-  // The last reference may drop inside a reactor callback (a child's events
-  // hold their process actor, whose state holds us), or inside a file job.
-  // A reactor or file thread cannot join itself: hand the teardown to a
-  // thread of its own, which joins them once the current callback has
-  // returned.
-  // Its group closes on the reactor: before that stops.
-  auto guard = std::move(read_guard_);
+  // Nothing on a reactor or file thread holds the runtime: callbacks there
+  // reach actors only weakly (weak_send.hpp), and an actor's state, which
+  // holds the runtime, is destroyed when the actor ends, on its own
+  // thread. A thread cannot join itself, so a last reference dropped there
+  // would be a bug that corrupts memory later: it stops the process now,
+  // naming itself.
   if (reactor_->executor().running_in_this_thread()
       || files_->get_executor().running_in_this_thread()) {
-    std::thread{[guard = std::move(guard), reap = std::move(reaper_),
-                 r = std::move(reactor_), files = std::move(files_),
-                 cg = std::move(cgroups_),
-                 dog = std::move(watchdog_)]() mutable {
-      guard.reset();
-      files.reset();
-      reap.reset();
-      r.reset();
-      cg.reset();
-      dog.reset();
-    }}.detach();
-    return;
+    sandbox::log::logger()->critical(
+      "the node's runtime was destroyed on one of its own reactor or file "
+      "threads: a reference to it escaped onto them (a bug)");
+    std::abort();
   }
-  guard.reset();
+  // Its group closes on the reactor: before that stops.
+  read_guard_.reset();
   // File jobs in flight finish first (they reach actors through the gate).
   files_.reset();
   // The reaper's signal set lives on the reactor: destroy it first.

@@ -197,4 +197,13 @@ void capped_output::reset() noexcept {
   last_dropped_size_ = 0;
 }
 
+kept_output kept_output::take(capped_output& out, capped_output& err) {
+  kept_output k;
+  k.truncated = out.truncated() || err.truncated();
+  k.dropped_bytes = out.dropped_bytes() + err.dropped_bytes();
+  k.out = out.take();
+  k.err = err.take();
+  return k;
+}
+
 } // namespace sandbox

@@ -58,8 +58,7 @@ void child_process::activate(child_events events) {
   asio::post(strand_, [self = shared_from_this(),
                        events = std::move(events)]() mutable {
     self->events_ = std::move(events);
-    self->one_report_ = static_cast<bool>(self->events_.on_finished);
-    if (self->one_report_ && !self->events_.on_output) {
+    if (!self->events_.on_output) {
       // Kept here, within the cap: nothing waits for a grant.
       for (auto& k : self->kept_)
         k = std::make_unique<capped_output>(self->events_.keep_cap);
@@ -180,22 +179,15 @@ void child_process::finish_stream(stream_kind stream) {
   r.fd.close(ignored);
   if (out_.eof && err_.eof)
     linger_.cancel();
-  if (one_report_)
-    maybe_report_finished();
-  else if (events_.on_eof)
-    events_.on_eof(stream);
+  maybe_report_finished();
 }
 
 void child_process::maybe_report_finished() {
   if (!status_ || !out_.eof || !err_.eof || !events_.on_finished)
     return;
   kept_output k;
-  if (kept_[0]) {
-    k.truncated = kept_[0]->truncated() || kept_[1]->truncated();
-    k.dropped_bytes = kept_[0]->dropped_bytes() + kept_[1]->dropped_bytes();
-    k.out = kept_[0]->take();
-    k.err = kept_[1]->take();
-  }
+  if (kept_[0])
+    k = kept_output::take(*kept_[0], *kept_[1]);
   // Once: the callback goes with its call.
   auto report = std::move(events_.on_finished);
   events_.on_finished = nullptr;
@@ -247,18 +239,13 @@ void child_process::on_pidfd_ready() {
       err, fmt::format("cannot collect the exit status of process {}: "
                        "waitpid",
                        pid_));
-  if (one_report_) {
-    status_ = std::move(outcome);
-    // A background descendant may hold the pipes open for as long as it
-    // lives: the report waits for it no longer than the linger time. (The
-    // ends of the streams usually come just after the exit; the timer is
-    // then cancelled.)
-    linger_then_close(events_.linger);
-    maybe_report_finished();
-    return;
-  }
-  if (events_.on_exit)
-    events_.on_exit(std::move(outcome));
+  status_ = std::move(outcome);
+  // A background descendant may hold the pipes open for as long as it
+  // lives: the report waits for it no longer than the linger time. (The
+  // ends of the streams usually come just after the exit; the timer is
+  // then cancelled.)
+  linger_then_close(events_.linger);
+  maybe_report_finished();
 }
 
 void child_process::write_stdin(uint64_t id, std::string data) {
@@ -321,12 +308,6 @@ void child_process::close_stdin() {
   asio::post(strand_, [self = shared_from_this()] {
     self->close_stdin_after_writes_ = true;
     self->pump_stdin();
-  });
-}
-
-void child_process::close_output_after(std::chrono::milliseconds delay) {
-  asio::post(strand_, [self = shared_from_this(), delay] {
-    self->linger_then_close(delay);
   });
 }
 

@@ -121,4 +121,18 @@ private:
   size_t last_dropped_size_ = 0;
 };
 
+/// What two capped streams kept of an execution's output, taken from
+/// them (`capped_output::take`).
+struct kept_output {
+  std::string out;
+  std::string err;
+  /// Bytes were dropped from either stream.
+  bool truncated = false;
+  /// Bytes dropped from both streams together.
+  uint64_t dropped_bytes = 0;
+
+  /// Takes what `out` and `err` retained.
+  static kept_output take(capped_output& out, capped_output& err);
+};
+
 } // namespace sandbox

@@ -24,50 +24,31 @@ namespace sandbox {
 
 class reaper;
 
-/// What a child kept of its output when nobody streamed it (see
-/// `child_events::on_finished`): each stream as `capped_output::take` gives
-/// it.
-struct kept_output {
-  std::string out;
-  std::string err;
-  /// Bytes were dropped from either stream.
-  bool truncated = false;
-  /// Bytes dropped from both streams together.
-  uint64_t dropped_bytes = 0;
-};
-
 /// Receives what a child does. Every callback runs on a reactor thread and
 /// must not block; the actor layer turns each call into a message.
 ///
-/// The end is told either piece by piece (`on_eof` per stream, `on_exit`)
-/// or once (`on_finished`: the exit, after both streams ended). The output
-/// goes to `on_output` as it arrives (streamed, or read while the child
-/// runs); or, for an execution nobody streams (`on_finished` without
+/// The end is told once (`on_finished`: the exit, after both streams
+/// ended). The output goes to `on_output` as it arrives (streamed, or read
+/// while the child runs); or, for an execution nobody streams (no
 /// `on_output`), the reactor keeps it itself and hands it over with the
 /// report, so such an execution costs one message however much it prints.
 struct child_events {
   /// A piece of output. At most `window` pieces per stream are delivered
   /// before `child_process::grant` is called for that stream (backpressure).
   std::function<void(stream_kind, std::string)> on_output;
-  /// The stream reached end of file (or was closed by
-  /// `close_output_after`).
-  std::function<void(stream_kind)> on_eof;
-  /// The child exited and was reaped; the value is the raw wait status.
-  /// When the status cannot be collected (waitpid fails, e.g. because the
-  /// host process sets SIGCHLD to SIG_IGN and the kernel reaped the child
-  /// itself), an `io_error` naming the pid and the errno: never a status
-  /// made up in its place.
-  std::function<void(result<int> status)> on_exit;
   /// A stdin write finished; `err` is 0 or an errno value.
   std::function<void(uint64_t id, int err)> on_stdin_written;
-  /// When set, replaces `on_eof` and `on_exit`: called once, when the
-  /// child was reaped and both streams ended (every `on_output` call came
-  /// before), with the status (as `on_exit`). Without `on_output`, also
-  /// with the output kept (`keep_cap` bytes per stream at most, see
-  /// `capped_output`), and reading never waits for a grant; with it, the
-  /// output is empty. A background descendant that still holds the pipes
-  /// after the child's exit holds the report back for at most `linger` (as
-  /// `close_output_after`, armed by the reactor at the exit).
+  /// Called once, when the child was reaped and both streams ended (every
+  /// `on_output` call came before), with the raw wait status. When the
+  /// status cannot be collected (waitpid fails, e.g. because the host
+  /// process sets SIGCHLD to SIG_IGN and the kernel reaped the child
+  /// itself), an `io_error` naming the pid and the errno: never a status
+  /// made up in its place. Without `on_output`, also with the output kept
+  /// (`keep_cap` bytes per stream at most, see `capped_output`), and
+  /// reading never waits for a grant; with it, the output is empty. A
+  /// background descendant that still holds the pipes after the child's
+  /// exit holds the report back for at most `linger`: then each stream
+  /// gives what its pipe held and closes.
   std::function<void(result<int> status, kept_output output)> on_finished;
   uint64_t keep_cap = 0;
   std::chrono::milliseconds linger{0};
@@ -130,12 +111,6 @@ public:
   /// Closes the child's stdin (after pending writes).
   void close_stdin();
 
-  /// Stops reading output after `delay` unless both streams reach EOF
-  /// first: both streams then report EOF. Used once the child has exited
-  /// while a background descendant still holds the pipes. The timer lives
-  /// on the reactor, so it holds no actor alive.
-  void close_output_after(std::chrono::milliseconds delay);
-
   /// Sends `sig` to the child's whole process group (to the child alone if
   /// the group is gone), unless the child has been reaped: never to a pid
   /// or group id that the system may have reused.
@@ -183,13 +158,13 @@ private:
   /// The linger ended: closes `stream` now, or once what its pipe holds
   /// was read.
   void finish_after_drain(stream_kind stream);
-  /// On the strand: `close_output_after`.
+  /// At the exit: closes both streams after `delay` unless they end
+  /// first.
   void linger_then_close(std::chrono::milliseconds delay);
   /// Makes `r` a busy stream's reader: a larger pipe and buffer.
   static void grow(pipe_reader& r);
   void finish_stream(stream_kind stream);
-  /// `on_finished` mode: reports once the child was reaped and both
-  /// streams ended.
+  /// Reports once the child was reaped and both streams ended.
   void maybe_report_finished();
   void watch_exit();
   void on_pidfd_ready();
@@ -203,12 +178,10 @@ private:
   std::string cgroup_;
   unique_fd watch_listener_;
   child_events events_;
-  /// `on_finished` was given: one report at the end.
-  bool one_report_ = false;
-  /// The output kept in `on_finished` mode without `on_output`; null
+  /// The output kept when nobody streams (no `on_output`); null
   /// otherwise.
   std::unique_ptr<capped_output> kept_[2];
-  /// `on_finished` mode: the status, once reaped.
+  /// The status, once reaped.
   std::optional<result<int>> status_;
   pipe_reader out_;
   pipe_reader err_;
