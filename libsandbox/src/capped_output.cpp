@@ -12,27 +12,42 @@ namespace sandbox {
 capped_output::capped_output(uint64_t cap)
   : head_cap_(static_cast<size_t>(cap / 2)),
     tail_cap_(static_cast<size_t>(cap - cap / 2)) {
-  // Buffers start empty: most executions print little, and reserving the
-  // cap up front would cost 16 MiB per stream by default.
+  // The buffer starts empty: most executions print little, and reserving
+  // the cap up front would cost 16 MiB per stream by default.
 }
 
-void capped_output::bounded_append(std::vector<char>& buf,
-                                   std::string_view data, size_t limit) {
-  auto needed = buf.size() + data.size();
-  if (needed > buf.capacity()) {
-    // vector::insert may grow to twice the size and overshoot the limit;
-    // reserve allocates exactly what it is asked for.
-    auto grown = std::max(needed, 2 * buf.capacity());
-    buf.reserve(std::min(grown, limit));
-  }
-  buf.insert(buf.end(), data.begin(), data.end());
+void capped_output::grow(size_t needed, size_t limit) {
+  if (needed <= buf_.capacity())
+    return;
+  auto want = std::max(needed, 2 * buf_.capacity());
+  // Past an eighth of the limit the buffer goes to the limit at once:
+  // each later step would copy all that is kept while holding both copies
+  // (8 MiB copied into 16 MiB at the default cap), and pages not written
+  // yet take no memory.
+  if (want > limit / 8)
+    want = limit;
+  // string::reserve may round a request up to twice the capacity and
+  // overshoot the limit; a new string allocates what it is asked for.
+  std::string bigger;
+  bigger.reserve(want);
+  bigger.append(buf_);
+  buf_.swap(bigger);
+}
+
+uint64_t capped_output::retained_capacity() const noexcept {
+  // A short string lives inside the object: no heap memory.
+  static const size_t inline_capacity = std::string{}.capacity();
+  return buf_.capacity() > inline_capacity ? buf_.capacity() : 0;
 }
 
 void capped_output::append(std::string_view data) {
   total_ += data.size();
-  if (head_.size() < head_cap_) {
-    auto n = std::min(head_cap_ - head_.size(), data.size());
-    bounded_append(head_, data.substr(0, n), head_cap_);
+  if (head_size_ < head_cap_) {
+    // Until the head is full, the buffer holds the head alone.
+    auto n = std::min(head_cap_ - head_size_, data.size());
+    grow(head_size_ + n, buffer_limit());
+    buf_.append(data.data(), n);
+    head_size_ += n;
     data.remove_prefix(n);
   }
   if (data.empty())
@@ -67,24 +82,32 @@ void capped_output::append_tail(std::string_view data) {
     note_dropped(data);
     return;
   }
+  const auto limit = buffer_limit();
+  if (buf_.size() < tail_offset()) {
+    // The first bytes past the head: the room for the marker comes first.
+    grow(tail_offset() + std::min(data.size(), tail_cap_), limit);
+    buf_.resize(tail_offset());
+  }
   if (data.size() >= tail_cap_) {
     // The new bytes alone fill the ring: all it held and the start of
     // `data` fall out.
-    dropped_ += tail_.size() + (data.size() - tail_cap_);
-    std::string_view ring{tail_.data(), tail_.size()};
-    note_dropped(ring.substr(tail_start_));
-    note_dropped(ring.substr(0, tail_start_));
+    dropped_ += tail_size() + (data.size() - tail_cap_);
+    std::string_view old{ring(), tail_size()};
+    note_dropped(old.substr(tail_start_));
+    note_dropped(old.substr(0, tail_start_));
     note_dropped(data.substr(0, data.size() - tail_cap_));
     data.remove_prefix(data.size() - tail_cap_);
-    tail_.clear();
-    bounded_append(tail_, data, tail_cap_);
+    buf_.resize(tail_offset());
+    grow(limit, limit);
+    buf_.append(data);
     tail_start_ = 0;
     return;
   }
-  if (tail_.size() < tail_cap_) {
+  if (tail_size() < tail_cap_) {
     // Still filling: no byte falls out yet.
-    auto n = std::min(tail_cap_ - tail_.size(), data.size());
-    bounded_append(tail_, data.substr(0, n), tail_cap_);
+    auto n = std::min(tail_cap_ - tail_size(), data.size());
+    grow(buf_.size() + n, limit);
+    buf_.append(data.data(), n);
     data.remove_prefix(n);
     if (data.empty())
       return;
@@ -95,11 +118,11 @@ void capped_output::append_tail(std::string_view data) {
   size_t n = 0;
   for (auto i = data.size() - std::min(data.size(), sizeof(overwritten));
        i < data.size(); ++i)
-    overwritten[n++] = tail_[(tail_start_ + i) % tail_cap_];
+    overwritten[n++] = ring()[(tail_start_ + i) % tail_cap_];
   note_dropped(std::string_view{overwritten, n});
   auto first = std::min(data.size(), tail_cap_ - tail_start_);
-  std::memcpy(tail_.data() + tail_start_, data.data(), first);
-  std::memcpy(tail_.data(), data.data() + first, data.size() - first);
+  std::memcpy(ring() + tail_start_, data.data(), first);
+  std::memcpy(ring(), data.data() + first, data.size() - first);
   tail_start_ = (tail_start_ + data.size()) % tail_cap_;
 }
 
@@ -108,9 +131,10 @@ std::string capped_output::marker(uint64_t n) {
 }
 
 size_t capped_output::tail_prefix(char* out, size_t n) const noexcept {
-  n = std::min(n, tail_.size());
+  auto size = tail_size();
+  n = std::min(n, size);
   for (size_t i = 0; i < n; ++i)
-    out[i] = tail_[(tail_start_ + i) % tail_.size()];
+    out[i] = ring()[(tail_start_ + i) % size];
   return n;
 }
 
@@ -118,7 +142,7 @@ capped_output::cut_shift capped_output::shift_cuts() const noexcept {
   cut_shift shift;
   if (dropped_ == 0)
     return shift; // the stream is retained whole: there is no cut
-  std::string_view head{head_.data(), head_.size()};
+  std::string_view head{buf_.data(), head_size_};
   // The head ends with the start of a sequence: drop it if the bytes that
   // followed it in the stream complete a valid character.
   if (auto k = utf8_incomplete_tail(head); k > 0) {
@@ -168,33 +192,37 @@ std::string capped_output::take() {
   auto shift = shift_cuts();
   dropped_ += shift.head + shift.tail;
   std::string mark = dropped_ > 0 ? marker(dropped_) : std::string{};
-  std::string out;
-  out.reserve(head_.size() + mark.size() + tail_.size());
-  out.append(head_.data(), head_.size() - shift.head);
-  out += mark;
-  // The ring holds the oldest byte at `tail_start_` (0 while not full).
-  // The first `shift.tail` bytes in that order are left out.
-  std::string_view ring{tail_.data(), tail_.size()};
-  auto older = ring.substr(tail_start_);
-  auto skip = std::min(shift.tail, older.size());
-  out.append(older.substr(skip));
-  out.append(ring.substr(0, tail_start_).substr(shift.tail - skip));
-  std::vector<char>{}.swap(head_);
-  std::vector<char>{}.swap(tail_);
-  tail_start_ = 0;
-  after_head_size_ = 0;
-  last_dropped_size_ = 0;
+  auto head = head_size_ - shift.head;
+  if (auto tail = tail_size(); tail > 0) {
+    // In place: the ring in stream order (its oldest byte at
+    // `tail_start_`, 0 while not full), the marker after the head, and the
+    // tail after the marker, less its first `shift.tail` bytes.
+    std::rotate(ring(), ring() + tail_start_, ring() + tail);
+    std::memcpy(buf_.data() + head, mark.data(), mark.size());
+    std::memmove(buf_.data() + head + mark.size(), ring() + shift.tail,
+                 tail - shift.tail);
+    buf_.resize(head + mark.size() + tail - shift.tail);
+  } else {
+    buf_.resize(head);
+    buf_ += mark;
+  }
+  auto out = std::move(buf_);
+  reset_buffer();
   return out;
 }
 
-void capped_output::reset() noexcept {
-  std::vector<char>{}.swap(head_);
-  std::vector<char>{}.swap(tail_);
+void capped_output::reset_buffer() noexcept {
+  std::string{}.swap(buf_);
+  head_size_ = 0;
   tail_start_ = 0;
-  dropped_ = 0;
-  total_ = 0;
   after_head_size_ = 0;
   last_dropped_size_ = 0;
+}
+
+void capped_output::reset() noexcept {
+  reset_buffer();
+  dropped_ = 0;
+  total_ = 0;
 }
 
 kept_output kept_output::take(capped_output& out, capped_output& err) {

@@ -13,10 +13,16 @@ namespace sandbox {
 /// printed last (§9).
 ///
 /// The first `cap / 2` bytes form the head; the last `cap - cap / 2` bytes
-/// live in a ring buffer that overwrites its oldest bytes. Buffers grow with
-/// the output and never beyond `cap` bytes together, whatever the size of
-/// the stream. Bytes that fall out between head and tail are counted as
-/// dropped.
+/// live in a ring buffer that overwrites its oldest bytes. Bytes that fall
+/// out between head and tail are counted as dropped.
+///
+/// Head and tail share one buffer, with room for the marker between them,
+/// which `take` hands over as the result: the retained output is never
+/// copied, so a stream never holds more than its cap, not even while its
+/// result is made. The buffer grows with the output (most executions print
+/// little), and to its full size (`cap + marker_room`) at once when the
+/// output passes an eighth of that, so that the head is copied at most
+/// while it is small; pages not written yet take no memory.
 ///
 /// A cut never splits a character of valid UTF-8 text: when the end of the
 /// head or the start of the tail falls inside a valid multi-byte sequence,
@@ -62,14 +68,12 @@ public:
 
   /// Returns how many bytes are retained right now (at most `cap`).
   uint64_t retained_bytes() const noexcept {
-    return head_.size() + tail_.size();
+    return head_size_ + tail_size();
   }
 
-  /// Returns the heap memory the buffers hold, in bytes; never more than
-  /// `cap`.
-  uint64_t retained_capacity() const noexcept {
-    return head_.capacity() + tail_.capacity();
-  }
+  /// Returns the heap memory the buffer holds, in bytes; never more than
+  /// `cap + marker_room`.
+  uint64_t retained_capacity() const noexcept;
 
   /// Returns the cap given at construction.
   uint64_t cap() const noexcept {
@@ -79,11 +83,41 @@ public:
   /// Returns the marker that `take` puts where `n` bytes were dropped.
   static std::string marker(uint64_t n);
 
+  /// The longest marker: the room kept for it between head and tail.
+  static constexpr size_t marker_room = 47;
+
 private:
-  /// Appends `data` to `buf`, growing it geometrically but never beyond
-  /// `limit` bytes of capacity.
-  static void bounded_append(std::vector<char>& buf, std::string_view data,
-                             size_t limit);
+  /// Makes room for `needed` bytes in `buf_`, growing it geometrically
+  /// but never beyond `limit` bytes of capacity.
+  void grow(size_t needed, size_t limit);
+
+  /// Where the tail starts in `buf_`: after the whole head and the room
+  /// for the marker.
+  size_t tail_offset() const noexcept {
+    return head_cap_ + marker_room;
+  }
+
+  /// The most the buffer ever holds: the head, and the room and the tail
+  /// when there is a tail.
+  size_t buffer_limit() const noexcept {
+    return tail_cap_ > 0 ? tail_offset() + tail_cap_ : head_cap_;
+  }
+
+  /// Bytes in the tail ring.
+  size_t tail_size() const noexcept {
+    return buf_.size() > tail_offset() ? buf_.size() - tail_offset() : 0;
+  }
+
+  /// The tail ring in `buf_`.
+  char* ring() noexcept {
+    return buf_.data() + tail_offset();
+  }
+  const char* ring() const noexcept {
+    return buf_.data() + tail_offset();
+  }
+
+  /// Releases the buffer and forgets its bytes; the counters stay.
+  void reset_buffer() noexcept;
 
   /// Feeds bytes past the head into the tail ring.
   void append_tail(std::string_view data);
@@ -104,11 +138,13 @@ private:
 
   size_t head_cap_;
   size_t tail_cap_;
-  /// The first bytes of the stream; full once it holds `head_cap_` bytes.
-  std::vector<char> head_;
-  /// The ring of the last bytes; while it holds less than `tail_cap_` bytes
-  /// it is in stream order, once full its oldest byte is at `tail_start_`.
-  std::vector<char> tail_;
+  /// The first bytes of the stream (`head_size_` of them; full at
+  /// `head_cap_`); once bytes go past the head, `marker_room` bytes of room
+  /// and then the ring of the last bytes, up to `tail_cap_`. While the
+  /// ring holds less than `tail_cap_` bytes it is in stream order; once
+  /// full, its oldest byte is at `tail_start_`.
+  std::string buf_;
+  size_t head_size_ = 0;
   size_t tail_start_ = 0;
   uint64_t dropped_ = 0;
   uint64_t total_ = 0;
