@@ -504,13 +504,14 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     },
     [self](output_atom, int32_t stream, std::string& data) {
       auto s = static_cast<stream_kind>(stream);
-      auto emit = self->state.split[index_of(s)].feed(data);
-      if (emit.empty()) {
+      // A read of up to 1 MiB goes on as it is: cut, not copied.
+      self->state.split[index_of(s)].feed_in_place(data);
+      if (data.empty()) {
         if (self->state.child)
           self->state.child->grant(s);
         return;
       }
-      send_chunk(self, s, std::move(emit));
+      send_chunk(self, s, std::move(data));
     },
     [self](violations_atom, std::vector<violation>& v) {
       auto& st = self->state;

@@ -93,6 +93,16 @@ void utf8_splitter::feed_into(std::string_view in, std::string& out) {
   }
 }
 
+void utf8_splitter::feed_in_place(std::string& data) {
+  if (held_ > 0)
+    data.insert(0, carry_, held_);
+  held_ = utf8_incomplete_tail(data);
+  if (held_ > 0) {
+    std::memcpy(carry_, data.data() + data.size() - held_, held_);
+    data.resize(data.size() - held_);
+  }
+}
+
 std::string utf8_splitter::flush() {
   std::string out;
   flush_into(out);

@@ -197,6 +197,28 @@ CAF_TEST(S8 random binary round - trips byte - exact under random splits) {
   }
 }
 
+CAF_TEST(S8 feed_in_place gives what feed gives under random splits) {
+  std::mt19937 rng{20261202};
+  for (int round = 0; round < 300; ++round) {
+    std::string input(std::uniform_int_distribution<size_t>{0, 400}(rng), '\0');
+    for (auto& c : input)
+      c = static_cast<char>(std::uniform_int_distribution<int>{0, 255}(rng));
+    utf8_splitter copying;
+    utf8_splitter in_place;
+    std::string_view rest{input};
+    while (!rest.empty()) {
+      auto n = std::min(std::uniform_int_distribution<size_t>{0, 9}(rng),
+                        rest.size());
+      std::string piece{rest.substr(0, n)};
+      rest.remove_prefix(n);
+      auto expected = copying.feed(piece);
+      in_place.feed_in_place(piece);
+      CAF_CHECK_EQUAL(piece, expected);
+    }
+    CAF_CHECK_EQUAL(in_place.flush(), copying.flush());
+  }
+}
+
 CAF_TEST(S8 valid UTF - 8 under random splits yields only valid chunks) {
   // Characters of every length, including the edges of each range.
   const std::vector<std::string> chars{"a",

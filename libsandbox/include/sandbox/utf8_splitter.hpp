@@ -39,6 +39,11 @@ public:
   /// `out`; leaves what `out` held before untouched.
   void feed_into(std::string_view in, std::string& out);
 
+  /// As `feed`, in place: `data` becomes what `feed(data)` would return.
+  /// Its bytes are not copied unless bytes were held back before (then they
+  /// go in front).
+  void feed_in_place(std::string& data);
+
   /// Returns the held bytes (at the end of the stream) and holds nothing
   /// afterwards.
   std::string flush();
