@@ -11,9 +11,7 @@
 // is left alone). The child is forked before this process has an actor
 // system.
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +26,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fixture.hpp"
+#include "helpers/quiet_fork.hpp"
 #include "helpers/temp_dir.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/log.hpp"
@@ -44,41 +43,11 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-/// Returns once every other thread of this process waits in a futex (at
-/// most after 10 s). The test runner starts a watchdog thread with each
-/// test, which allocates while it starts; a fork meanwhile would leave the
-/// child an allocator lock held for ever (AddressSanitizer's allocator in
-/// clang 14 takes no lock around fork: the child hung in its first malloc).
-void until_other_threads_wait() {
-  auto self = std::to_string(::syscall(SYS_gettid));
-  auto futex = std::to_string(SYS_futex);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    bool quiet = true;
-    if (DIR* d = ::opendir("/proc/self/task")) {
-      while (auto* e = ::readdir(d)) {
-        std::string tid = e->d_name;
-        if (tid == "." || tid == ".." || tid == self)
-          continue;
-        std::string call;
-        std::ifstream{"/proc/self/task/" + tid + "/syscall"} >> call;
-        if (!call.empty() && call != futex)
-          quiet = false; // running, or in another call
-      }
-      ::closedir(d);
-    }
-    if (quiet || std::chrono::steady_clock::now() > deadline)
-      return;
-    std::this_thread::yield();
-  }
-}
-
 /// Runs `body` in a forked child with stdout to `out` and stderr to `err`;
 /// returns its exit status (-1 when a signal ended it).
 int in_child(const std::string& out, const std::string& err,
              const std::function<int()>& body) {
-  until_other_threads_wait();
-  auto pid = ::fork();
+  auto pid = sandbox::test::quiet_fork();
   if (pid == 0) {
     int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

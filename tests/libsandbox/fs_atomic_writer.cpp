@@ -1,6 +1,7 @@
 #define CAF_SUITE libsandbox.fs_atomic_writer
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
+#include "helpers/quiet_fork.hpp"
 
 #include <string>
 #include <vector>
@@ -219,7 +220,7 @@ CAF_TEST(a writer killed during the write leaves no temporary file) {
   put("f", "old");
   int ready[2];
   CAF_REQUIRE_EQUAL(::pipe(ready), 0);
-  auto pid = ::fork();
+  auto pid = sandbox::test::quiet_fork();
   if (pid == 0) {
     ::close(ready[0]);
     auto w = atomic_writer::open(path("f"));

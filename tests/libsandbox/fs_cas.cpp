@@ -1,6 +1,7 @@
 #define CAF_SUITE libsandbox.fs_cas
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
+#include "helpers/quiet_fork.hpp"
 
 // Compare-and-swap under concurrency (§13): of any number of writers that
 // hold the same version, exactly one wins, and the file then holds exactly
@@ -123,7 +124,7 @@ struct cas_fixture : temp_dir_fixture {
       CAF_FAIL("pipe failed");
     std::vector<pid_t> pids;
     for (int i = 0; i < n; ++i) {
-      auto pid = ::fork();
+      auto pid = sandbox::test::quiet_fork();
       if (pid == 0) {
         ::close(ready[0]);
         ::close(go[1]);

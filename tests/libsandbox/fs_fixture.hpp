@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "helpers/quiet_fork.hpp"
 #include "sandbox/errc.hpp"
 
 namespace sandbox::fs::testing {
@@ -75,7 +76,7 @@ std::string code_of(const result<T>& res) {
 /// when privileges cannot be dropped (the caller then skips the check).
 inline std::optional<bool>
 run_unprivileged(const std::function<bool()>& check) {
-  auto pid = ::fork();
+  auto pid = sandbox::test::quiet_fork();
   if (pid < 0)
     return std::nullopt;
   if (pid == 0) {
