@@ -731,6 +731,45 @@ void kill_and_reap(pid_t pid, int pidfd) {
     ;
 }
 
+/// Reaps a contained session's init once: when its pidfd reports the end
+/// on the reactor, or else when the wait is dropped unrun (the reactor was
+/// destroyed first: Asio destroys pending handlers without calling them),
+/// so that no zombie is left to the host either way.
+struct pending_init_reap {
+  pending_init_reap(boost::asio::io_context& io, pid_t pid, unique_fd pidfd,
+                    std::shared_ptr<session_limits> held)
+    : desc(io, pidfd.release()), pid(pid), held(std::move(held)) {
+  }
+  ~pending_init_reap() {
+    if (reaped)
+      return;
+    // The init ends once every process of its namespace was reaped; the
+    // node's own commands are reaped by their own watches, which the same
+    // teardown may not have dropped yet: the wait is bounded.
+    struct pollfd ended {
+      desc.native_handle(), POLLIN, 0
+    };
+    ::syscall(SYS_pidfd_send_signal, desc.native_handle(), SIGKILL, nullptr, 0);
+    if (::poll(&ended, 1, 5000) == 1)
+      reap();
+    else
+      log::logger()->warn("the init {} of a contained session did not end "
+                          "within 5 s of the reactor's end: left unreaped",
+                          pid);
+  }
+  void reap() noexcept {
+    if (reaped)
+      return;
+    reaped = true;
+    kill_and_reap(pid, desc.native_handle());
+    held.reset();
+  }
+  boost::asio::posix::stream_descriptor desc;
+  pid_t pid;
+  std::shared_ptr<session_limits> held;
+  bool reaped = false;
+};
+
 } // namespace
 
 bool isolation_support::has_controller(std::string_view name) const {
@@ -922,15 +961,12 @@ contained_session::~contained_session() {
   }
   // The init ends once the node has reaped every command of the session:
   // wait for that on the reactor, not here.
-  auto desc = std::make_shared<boost::asio::posix::stream_descriptor>(
-    reactor_->context(), pidfd_.release());
-  auto pid = pid_;
-  desc->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                   [desc, pid, held = std::move(cgroup_limits_)](
-                     const boost::system::error_code&) mutable {
-                     kill_and_reap(pid, desc->native_handle());
-                     held.reset();
-                   });
+  auto pending = std::make_shared<pending_init_reap>(
+    reactor_->context(), pid_, std::move(pidfd_), std::move(cgroup_limits_));
+  pending->desc.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                           [pending](const boost::system::error_code&) {
+                             pending->reap();
+                           });
 }
 
 result<std::shared_ptr<session_limits>>

@@ -14,6 +14,7 @@
 #include "helpers/temp_dir.hpp"
 #include "sandbox/isolation.hpp"
 #include "sandbox/launcher.hpp"
+#include "sandbox/reactor.hpp"
 
 using sandbox::contained_session;
 using sandbox::containment_spec;
@@ -210,6 +211,28 @@ CAF_TEST(killing the init ends every process of the session) {
   CAF_CHECK_EQUAL(::kill(pid, 0), 0);
   s->reset();
   CAF_CHECK_NOT_EQUAL(::kill(pid, 0), 0);
+}
+
+// actors.embedding.contained once found a zombie init after its node had
+// gone: the reap waited on the reactor, and the reactor was destroyed
+// before the wait ran.
+CAF_TEST(an init reaped on a reactor that ends first is reaped anyway) {
+  if (!host_can_contain())
+    return;
+  pid_t pid = 0;
+  {
+    // A reactor without threads: the wait is queued and never runs.
+    sandbox::reactor r{0};
+    auto s = contained_session::start(spec());
+    CAF_REQUIRE(s);
+    pid = (*s)->init_pid();
+    (*s)->reap_on(r);
+    s->reset();
+  }
+  siginfo_t info{};
+  CAF_CHECK_EQUAL(
+    ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
+  CAF_CHECK_EQUAL(errno, ECHILD);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
