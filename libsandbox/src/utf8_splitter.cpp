@@ -41,6 +41,17 @@ bool is_continuation(unsigned char byte) noexcept {
   return (byte & 0xC0) == 0x80;
 }
 
+/// Moves the incomplete sequence at the end of `s` (of its bytes from
+/// `from` on) to `carry`; returns its length.
+size_t hold_back(std::string& s, size_t from, char* carry) {
+  auto held = utf8_incomplete_tail(std::string_view{s}.substr(from));
+  if (held > 0) {
+    std::memcpy(carry, s.data() + s.size() - held, held);
+    s.resize(s.size() - held);
+  }
+  return held;
+}
+
 } // namespace
 
 size_t utf8_incomplete_tail(std::string_view data) noexcept {
@@ -86,21 +97,13 @@ void utf8_splitter::feed_into(std::string_view in, std::string& out) {
   out.reserve(start + held_ + in.size());
   out.append(carry_, held_);
   out.append(in);
-  held_ = utf8_incomplete_tail(std::string_view{out}.substr(start));
-  if (held_ > 0) {
-    std::memcpy(carry_, out.data() + out.size() - held_, held_);
-    out.resize(out.size() - held_);
-  }
+  held_ = hold_back(out, start, carry_);
 }
 
 void utf8_splitter::feed_in_place(std::string& data) {
   if (held_ > 0)
     data.insert(0, carry_, held_);
-  held_ = utf8_incomplete_tail(data);
-  if (held_ > 0) {
-    std::memcpy(carry_, data.data() + data.size() - held_, held_);
-    data.resize(data.size() - held_);
-  }
+  held_ = hold_back(data, 0, carry_);
 }
 
 std::string utf8_splitter::flush() {
