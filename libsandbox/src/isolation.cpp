@@ -743,13 +743,13 @@ struct pending_init_reap {
   ~pending_init_reap() {
     if (reaped)
       return;
-    // The init ends once every process of its namespace was reaped; the
-    // node's own commands are reaped by their own watches, which the same
-    // teardown may not have dropped yet: the wait is bounded.
+    // The init was killed already; it ends once every process of its
+    // namespace was reaped. The node's own commands are reaped by their
+    // own watches, which the same teardown may not have dropped yet: the
+    // wait is bounded.
     struct pollfd ended {
       desc.native_handle(), POLLIN, 0
     };
-    ::syscall(SYS_pidfd_send_signal, desc.native_handle(), SIGKILL, nullptr, 0);
     if (::poll(&ended, 1, 5000) == 1)
       reap();
     else
