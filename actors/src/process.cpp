@@ -265,9 +265,11 @@ void maybe_finish(self_ptr self) {
   }
   // Every chunk goes out before the result.
   send_queued(self, true);
+  exec_result r;
   // What the reactor kept came with the exit, already in a result.
-  exec_result r = st.from_reactor ? std::move(*st.from_reactor) : exec_result{};
-  if (!st.from_reactor)
+  if (st.from_reactor)
+    r = std::move(*st.from_reactor);
+  else
     put_output(r, kept_output::take(*st.kept[0], *st.kept[1]));
   evaluate(st, r);
   r.violations = std::move(st.seen);
