@@ -499,10 +499,12 @@ result<void> cover_denied(session_state& st, containment_spec& spec) {
         }
       }
       report_violation(process ? &*process : nullptr, session, std::move(v));
-    });
+    },
+    {spec.working_directory, spec.home_directory});
   if (!cover)
     return cover.error();
   spec.placeholders = (*cover)->placeholders();
+  spec.mounts = (*cover)->mounts();
   st.read_cover = std::move(*cover);
   return {};
 }

@@ -47,6 +47,7 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
   j["cgroup_v1"] = v1;
   j["syscall_watch"] = s.syscall_watch;
   j["read_watch"] = s.read_watch;
+  j["lookup_watch"] = s.lookup_watch;
   if (!missing.empty())
     j["missing"] = missing;
   return j;

@@ -258,12 +258,14 @@ const char* init_stage_name(int stage) {
 }
 
 /// A path mounted over: a private tmpfs (/tmp), an empty directory or an
-/// empty file (a denied path), or a placeholder of the node's bound over a
-/// denied path (`source`; see read_guard.hpp).
+/// empty file (a denied path), a placeholder of the node's bound over a
+/// denied path (`source`; see read_guard.hpp), or a detached mount of the
+/// node's moved over one (`tree`; denied_directory.hpp).
 struct init_mask {
   enum kind_t : int { private_tmp, hide_dir, hide_file } kind;
   const char* path;
   const char* source = nullptr;
+  int tree = -1;
 };
 
 /// A directory that stays reachable inside a masked one: its mount is
@@ -366,9 +368,13 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   // one covers next.
   for (size_t i = 0; i < 2 * p->nmasks; ++i) {
     auto& m = p->masks[i % p->nmasks];
-    if ((m.source != nullptr) != (i < p->nmasks))
+    if ((m.source != nullptr || m.tree >= 0) != (i < p->nmasks))
       continue;
-    if (m.source != nullptr)
+    if (m.tree >= 0)
+      r = child_sys(SYS_move_mount, m.tree, reinterpret_cast<long>(""),
+                    AT_FDCWD, reinterpret_cast<long>(m.path),
+                    4 /* MOVE_MOUNT_F_EMPTY_PATH */);
+    else if (m.source != nullptr)
       r = child_sys(SYS_mount, reinterpret_cast<long>(m.source),
                     reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
     else if (m.kind == init_mask::hide_file)
@@ -529,10 +535,14 @@ void plan_mounts(const containment_spec& spec, init_layout& l) {
   }
   for (size_t i = 0; i < l.masks.size(); ++i) {
     l.masks[i].path = l.mask_paths[i].c_str();
+    if (l.masks[i].kind == init_mask::private_tmp)
+      continue;
     auto ph = spec.placeholders.find(l.mask_paths[i]);
-    if (l.masks[i].kind != init_mask::private_tmp
-        && ph != spec.placeholders.end())
+    if (ph != spec.placeholders.end())
       l.masks[i].source = ph->second.c_str();
+    auto tree = spec.mounts.find(l.mask_paths[i]);
+    if (tree != spec.mounts.end() && l.masks[i].kind == init_mask::hide_dir)
+      l.masks[i].tree = tree->second;
   }
   for (auto* keep : {&spec.working_directory, &spec.home_directory}) {
     const std::string* under = nullptr;
@@ -817,6 +827,7 @@ const isolation_support& host_isolation() {
         = ::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
     }
     s.read_watch = read_guard::available();
+    s.lookup_watch = read_guard::lookup_watch();
     for (auto ctl : {"memory", "pids"})
       if (!s.has_controller(ctl))
         if (auto dir = usable_v1_directory(ctl); !dir.empty())

@@ -8,41 +8,16 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "denied_directory.hpp"
 #include "sandbox/reactor.hpp"
 
 namespace sandbox {
-
-namespace {
-
-/// The process group of `pid`, as this process's /proc shows it; 0 when it
-/// cannot be read.
-pid_t process_group(pid_t pid) {
-  std::ifstream in{fmt::format("/proc/{}/stat", pid)};
-  std::string line;
-  if (!std::getline(in, line))
-    return 0;
-  // pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
-  auto close = line.rfind(')');
-  if (close == std::string::npos)
-    return 0;
-  std::string state;
-  long ppid = 0;
-  long pgrp = 0;
-  std::istringstream rest{line.substr(close + 1)};
-  if (!(rest >> state >> ppid >> pgrp))
-    return 0;
-  return static_cast<pid_t>(pgrp);
-}
-
-} // namespace
 
 /// The group's descriptor on the reactor; it answers every event of
 /// another process "denied" (a marked inode is always a placeholder) after
@@ -104,7 +79,12 @@ bool read_guard::available() {
   return ok;
 }
 
-result<std::shared_ptr<read_guard>> read_guard::start(reactor& r) {
+bool read_guard::lookup_watch() {
+  return available() && denied_directory::available();
+}
+
+result<std::shared_ptr<read_guard>> read_guard::start(reactor& r,
+                                                      bool lookups) {
   int fd = ::fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK,
                            O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -112,6 +92,8 @@ result<std::shared_ptr<read_guard>> read_guard::start(reactor& r) {
                  fmt::format("fanotify_init: {}", std::strerror(errno))};
   std::shared_ptr<read_guard> g{new read_guard};
   g->group_ = fd;
+  if (lookups && denied_directory::available())
+    g->lookups_ = std::make_unique<reactor>(1);
   g->watcher_ = std::make_shared<watcher>(r, fd);
   g->watcher_->guard = g;
   g->watcher_->wait();
@@ -142,7 +124,7 @@ void read_guard::on_open(int fd, pid_t pid) {
     path = i->second.path;
     report = i->second.report;
   }
-  (*report)(denied_read{pid, process_group(pid), std::move(path)});
+  (*report)(denied_read{pid, process_group_of(pid), std::move(path)});
 }
 
 void read_guard::forget(const cover& c) {
@@ -158,7 +140,8 @@ void read_guard::forget(const cover& c) {
 result<std::unique_ptr<read_guard::cover>>
 read_guard::make_cover(const std::string& parent,
                        const std::vector<std::string>& deny,
-                       std::function<void(denied_read)> report) {
+                       std::function<void(denied_read)> report,
+                       const std::vector<std::string>& keep) {
   std::unique_ptr<cover> c{new cover};
   c->guard_ = weak_from_this();
   auto templ = parent + "/sandbox-deny-XXXXXX";
@@ -175,9 +158,17 @@ read_guard::make_cover(const std::string& parent,
   for (auto& path : deny) {
     struct stat st;
     if (path.empty() || path[0] != '/' || ::stat(path.c_str(), &st) != 0
-        || c->placeholders_.count(path) != 0)
+        || c->placeholders_.count(path) != 0 || c->mounts_.count(path) != 0)
       continue;
     bool dir = S_ISDIR(st.st_mode);
+    if (dir && lookups_) {
+      auto d = denied_directory::make(*lookups_, path, keep, shared_report);
+      if (!d)
+        return d.error();
+      c->mounts_.emplace(path, (*d)->mount_fd());
+      c->served_.push_back(std::move(*d));
+      continue;
+    }
     auto ph = fmt::format("{}/{}{}", c->directory_, dir ? 'd' : 'f', n++);
     int made = dir
                  ? ::mkdir(ph.c_str(), 0755)
@@ -206,8 +197,12 @@ read_guard::make_cover(const std::string& parent,
 }
 
 read_guard::cover::~cover() {
-  if (auto g = guard_.lock())
+  // The guard outlives its covers, as the runtime outlives its sessions.
+  if (auto g = guard_.lock()) {
     g->forget(*this);
+    for (auto& d : served_)
+      d->close();
+  }
   // Directories made inside a placeholder directory (mount points of what
   // stays reachable there) go with it.
   std::error_code ec;

@@ -282,11 +282,22 @@ CAF_TEST(the files of another session cannot be reached) {
                     + "/base");
   CAF_CHECK(r.stdout_data.find("private-a") == std::string::npos);
   CAF_CHECK(r.stdout_data.find(a_info->id) == std::string::npos);
-  // Listing the base directory is a refused read of it (a path below it
-  // that is not the session's own is simply not there).
+  // Listing the base directory is a refused read of it; so is a path below
+  // it that is not the session's own, where the node serves FUSE (else
+  // that path is simply not there).
   if (sandbox::host_isolation().read_watch)
     CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::read_denied,
                          out.path + "/base"));
+  if (sandbox::host_isolation().lookup_watch) {
+    auto target = a_info->working_directory + "/mine";
+    size_t below = 0;
+    for (auto& v : r.violations)
+      if (v.kind == sandbox::violation_kind::read_denied
+          && v.detail.size() > out.path.size() + 5
+          && target.compare(0, v.detail.size(), v.detail) == 0)
+        ++below;
+    CAF_CHECK_EQUAL(below, 1u);
+  }
   // The session's own directory, inside the denied one, is its own.
   auto own = run(b, "echo mine > own && cat own && ls");
   CAF_CHECK_EQUAL(own.exit_code, 0);

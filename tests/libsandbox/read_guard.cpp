@@ -9,13 +9,17 @@
 // the placeholder itself, so the guard cannot tell the difference). The
 // test's own process stands for the node, whose opens are let through.
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "helpers/temp_dir.hpp"
@@ -67,6 +71,84 @@ bool guard_available() {
   return read_guard::available();
 }
 
+/// A child in a user and mount namespace of its own (as a session's init
+/// is) with `tree` moved over `over`; it answers `probe`'s questions on a
+/// pipe each time the test writes a byte, and ends when the test closes it.
+/// Only system calls between fork and exit: the test has other threads.
+struct mounted_child {
+  pid_t pid = -1;
+  int ask = -1;
+  int answer = -1;
+
+  /// `probe(round)` runs in the child and returns the errno of the step
+  /// it tried in that round (0: it worked).
+  template <class Probe>
+  mounted_child(int tree, const std::string& over, Probe probe) {
+    int to_child[2];
+    int from_child[2];
+    CAF_REQUIRE_EQUAL(::pipe2(to_child, O_CLOEXEC), 0);
+    CAF_REQUIRE_EQUAL(::pipe2(from_child, O_CLOEXEC), 0);
+    char map[64];
+    int map_len = std::snprintf(map, sizeof(map), "0 %u 1", ::geteuid());
+    pid = ::fork();
+    if (pid == 0) {
+      auto put = [](const char* file, const char* data, size_t len) {
+        int fd = ::open(file, O_WRONLY | O_CLOEXEC);
+        return fd >= 0 && ::write(fd, data, len) == static_cast<ssize_t>(len);
+      };
+      if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0
+          || !put("/proc/self/setgroups", "deny", 4)
+          || !put("/proc/self/uid_map", map, map_len)
+          || !put("/proc/self/gid_map", map, map_len)
+          || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0
+          || ::move_mount(tree, "", AT_FDCWD, over.c_str(),
+                          MOVE_MOUNT_F_EMPTY_PATH)
+               != 0)
+        ::_exit(1);
+      // Nothing else of the test's: a copy of the node's FUSE descriptor
+      // would keep the connection alive after the cover ended (a session's
+      // init drops them at its exec).
+      int in = ::fcntl(to_child[0], F_DUPFD_CLOEXEC, 1000);
+      int out = ::fcntl(from_child[1], F_DUPFD_CLOEXEC, 1001);
+      if (in != 1000 || out != 1001 || ::close_range(3, 999, 0) != 0
+          || ::close_range(1002, ~0U, 0) != 0)
+        ::_exit(1);
+      char c;
+      for (int round = 0; ::read(in, &c, 1) == 1; ++round) {
+        int err = probe(round);
+        if (::write(out, &err, sizeof(err)) != sizeof(err))
+          ::_exit(2);
+      }
+      ::_exit(0);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    ask = to_child[1];
+    answer = from_child[0];
+  }
+
+  /// The errno of the child's next round; -1 when it ended instead.
+  int next() {
+    char c = 'x';
+    int err = -1;
+    if (::write(ask, &c, 1) != 1
+        || ::read(answer, &err, sizeof(err)) != sizeof(err))
+      return -1;
+    return err;
+  }
+
+  ~mounted_child() {
+    ::close(ask);
+    ::close(answer);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+};
+
+int errno_of(int rc) {
+  return rc >= 0 ? 0 : errno;
+}
+
 } // namespace
 
 CAF_TEST_FIXTURE_SCOPE(read_guard_tests, fixture)
@@ -77,11 +159,13 @@ CAF_TEST(an open of a placeholder is refused and reported) {
   auto key = dir.at("key.pem");
   std::ofstream{key} << "SECRET";
   ::mkdir(dir.at("secrets").c_str(), 0755);
-  auto guard = read_guard::start(r);
+  // Placeholders for directories too (as where the node cannot serve FUSE).
+  auto guard = read_guard::start(r, false);
   SANDBOX_REQUIRE_OK(guard);
   auto cover = (*guard)->make_cover(
     dir.path, {key, dir.at("secrets"), dir.at("none")}, collect());
   SANDBOX_REQUIRE_OK(cover);
+  CAF_CHECK((*cover)->mounts().empty());
   auto& ph = (*cover)->placeholders();
   // A missing path gets no placeholder.
   CAF_REQUIRE_EQUAL(ph.size(), 2u);
@@ -150,6 +234,83 @@ CAF_TEST(two covers report to their own callbacks) {
   CAF_CHECK(reports().empty());
   std::lock_guard<std::mutex> lock{other_mtx};
   CAF_CHECK_EQUAL(other.size(), 1u);
+}
+
+CAF_TEST(a name looked up below a denied directory is refused and reported) {
+  if (!guard_available())
+    return;
+  if (!read_guard::lookup_watch()) {
+    CAF_MESSAGE("skipped: this process cannot serve FUSE (/dev/fuse)");
+    return;
+  }
+  auto secrets = dir.at("secrets");
+  ::mkdir(secrets.c_str(), 0755);
+  std::ofstream{secrets + "/s"} << "SECRET";
+  auto guard = read_guard::start(r);
+  SANDBOX_REQUIRE_OK(guard);
+  auto cover = (*guard)->make_cover(dir.path, {secrets}, collect(),
+                                    {secrets + "/own/work", dir.at("else")});
+  SANDBOX_REQUIRE_OK(cover);
+  // A mount, not a placeholder.
+  CAF_CHECK_EQUAL((*cover)->placeholders().count(secrets), 0u);
+  CAF_REQUIRE_EQUAL((*cover)->mounts().count(secrets), 1u);
+  auto file = secrets + "/s";
+  auto own = secrets + "/own";
+  auto work = secrets + "/own/work";
+  auto other = secrets + "/other/f";
+  mounted_child child{
+    (*cover)->mounts().at(secrets), secrets, [&](int round) {
+      struct stat st;
+      switch (round) {
+        case 0: // a file below the denied directory
+          return errno_of(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+        case 1: // a path through a name that is not there either
+          return errno_of(::stat(other.c_str(), &st));
+        case 2: // a listing of the denied directory itself
+          return errno_of(
+            ::open(secrets.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        case 3: // the way to a kept directory
+          return errno_of(::stat(work.c_str(), &st))
+                 + errno_of(
+                   ::open(own.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        default: // after the cover ended: fails, never hangs
+          return errno_of(::stat(file.c_str(), &st));
+      }
+    }};
+  CAF_CHECK_EQUAL(child.next(), EPERM);
+  CAF_CHECK_EQUAL(child.next(), EPERM);
+  CAF_CHECK_EQUAL(child.next(), EPERM);
+  CAF_CHECK_EQUAL(child.next(), 0);
+  // Each refusal reported before the reader went on, with the reader, its
+  // group and the first name it could not have.
+  auto seen = reports();
+  CAF_REQUIRE_EQUAL(seen.size(), 3u);
+  CAF_CHECK_EQUAL(seen[0].path, file);
+  CAF_CHECK_EQUAL(seen[0].pid, child.pid);
+  CAF_CHECK_EQUAL(seen[0].pgid, ::getpgrp());
+  CAF_CHECK_EQUAL(seen[1].path, secrets + "/other");
+  CAF_CHECK_EQUAL(seen[2].path, secrets);
+  // The node's own view (through the child's root): an empty directory
+  // but for the way to the kept one; nothing reported.
+  auto inside = "/proc/" + std::to_string(child.pid) + "/root" + secrets;
+  std::set<std::string> names;
+  if (auto* d = ::opendir(inside.c_str())) {
+    while (auto* e = ::readdir(d))
+      names.insert(e->d_name);
+    ::closedir(d);
+  }
+  CAF_CHECK_EQUAL(names, (std::set<std::string>{".", "..", "own"}));
+  struct stat st;
+  CAF_CHECK_EQUAL(errno_of(::stat((inside + "/s").c_str(), &st)), ENOENT);
+  CAF_CHECK_EQUAL(reports().size(), 3u);
+  // The denied directory itself is not touched.
+  CAF_CHECK_EQUAL(::access(file.c_str(), R_OK), 0);
+  // Once the cover ends, a lookup fails at once. (Its connection closes on
+  // the guard's own thread soon after; for certain when the guard ends.)
+  cover->reset();
+  guard->reset();
+  CAF_CHECK_EQUAL(child.next(), ENOTCONN);
+  CAF_CHECK_EQUAL(reports().size(), 3u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

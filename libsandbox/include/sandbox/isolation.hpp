@@ -78,6 +78,11 @@ struct isolation_support {
   /// them denied paths read as empty and are not reported.
   bool read_watch = false;
 
+  /// With `read_watch`, the node may also serve FUSE (`/dev/fuse`): a name
+  /// looked up below a denied directory is refused with `EPERM` and
+  /// reported too; without it such a name is just missing (`ENOENT`).
+  bool lookup_watch = false;
+
   /// Whether `name` is among `cgroup_controllers` or `cgroup_v1`.
   bool has_controller(std::string_view name) const;
 
@@ -167,6 +172,10 @@ struct containment_spec {
   /// Denied path -> a placeholder of the node's to bind over it instead of
   /// an empty file or directory (read_guard.hpp: its opens are reported).
   std::map<std::string, std::string> placeholders;
+  /// Denied directory -> a detached mount of the node's (a descriptor the
+  /// caller keeps open until `start` returned) to move over it instead
+  /// (denied_directory.hpp: names looked up below it are reported too).
+  std::map<std::string, int> mounts;
   /// A cgroup v2 directory the init is born in; empty: the caller's.
   std::string cgroup;
   isolation_limits limits;

@@ -14,6 +14,7 @@
 namespace sandbox {
 
 class reactor;
+class denied_directory;
 
 /// A read of a denied path that a read guard refused.
 struct denied_read {
@@ -33,8 +34,11 @@ struct denied_read {
 /// open of one by another process is answered "denied" (the caller gets
 /// `EPERM`) and reported; this process's own opens (the node's file
 /// operations) see it as it is, empty.
-/// Looking a name up below a placeholder directory opens nothing, so that
-/// (`ENOENT`) is refused but not reported.
+/// A denied directory is covered instead, where the node may serve FUSE
+/// (`lookup_watch()`), by a file system of the node's that also refuses and
+/// reports every name looked up below it (denied_directory.hpp); elsewhere
+/// by an empty directory, where such a lookup opens nothing and fails with
+/// `ENOENT`, unreported.
 ///
 /// Needs `CAP_SYS_ADMIN` (fanotify permission events); where the node lacks
 /// it, `start` fails and denied paths are only hidden.
@@ -54,12 +58,20 @@ public:
       return placeholders_;
     }
 
+    /// Denied directory -> the detached mount (a descriptor, owned by the
+    /// cover) to move over it instead of a placeholder.
+    const std::map<std::string, int>& mounts() const noexcept {
+      return mounts_;
+    }
+
   private:
     friend class read_guard;
     cover() = default;
     std::weak_ptr<read_guard> guard_;
     std::string directory_;
     std::map<std::string, std::string> placeholders_;
+    std::map<std::string, int> mounts_;
+    std::vector<std::shared_ptr<denied_directory>> served_;
     std::vector<std::pair<dev_t, ino_t>> keys_;
     /// Each marked placeholder and whether it is a directory.
     std::vector<std::pair<std::string, bool>> marked_;
@@ -68,9 +80,17 @@ public:
   /// Whether this process can hold a guard (probed once; thread-safe).
   static bool available();
 
-  /// Makes the fanotify group and starts watching it on `r`. Errors:
+  /// Whether its covers of denied directories also refuse and report the
+  /// names looked up below them (the node may serve FUSE; probed once,
+  /// thread-safe).
+  static bool lookup_watch();
+
+  /// Makes the fanotify group and starts watching it on `r`; with
+  /// `lookups` and `lookup_watch()` also the thread that serves the covers
+  /// of denied directories (without, they are placeholders too). Errors:
   /// `unsupported` naming the failed call.
-  static result<std::shared_ptr<read_guard>> start(reactor& r);
+  static result<std::shared_ptr<read_guard>> start(reactor& r,
+                                                   bool lookups = true);
 
   ~read_guard();
   read_guard(const read_guard&) = delete;
@@ -78,11 +98,15 @@ public:
 
   /// A private directory below `parent` with one placeholder per existing
   /// path of `deny` (an empty file for a file, an empty directory for a
-  /// directory; missing paths are skipped), each marked. `report` runs on a
-  /// reactor thread for every refused open, before the opener continues.
+  /// directory; missing paths are skipped), each marked; with
+  /// `lookup_watch()` a directory gets a mount instead, in which the
+  /// directories leading to each of `keep` inside it exist (their mount
+  /// points). `report` runs on a reactor thread for every refused open or
+  /// lookup, before the reader continues.
   result<std::unique_ptr<cover>>
   make_cover(const std::string& parent, const std::vector<std::string>& deny,
-             std::function<void(denied_read)> report);
+             std::function<void(denied_read)> report,
+             const std::vector<std::string>& keep = {});
 
 private:
   struct entry {
@@ -100,6 +124,11 @@ private:
 
   int group_ = -1;
   std::shared_ptr<watcher> watcher_;
+  /// Where the file systems over denied directories are answered (with
+  /// `lookup_watch()`): one thread of its own, for the whole node, because
+  /// the node's reactor looks paths up in a session's view itself (the
+  /// seccomp watch) and must never wait for its own answer.
+  std::unique_ptr<reactor> lookups_;
   std::mutex mtx_;
   std::map<std::pair<dev_t, ino_t>, entry> entries_;
 };
