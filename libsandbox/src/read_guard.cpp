@@ -14,7 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
-#include "denied_directory.hpp"
+#include "lookup_server.hpp"
 #include "sandbox/reactor.hpp"
 
 namespace sandbox {
@@ -80,7 +80,7 @@ bool read_guard::available() {
 }
 
 bool read_guard::lookup_watch() {
-  return available() && denied_directory::available();
+  return available() && lookup_server::available();
 }
 
 result<std::shared_ptr<read_guard>> read_guard::start(reactor& r,
@@ -92,8 +92,12 @@ result<std::shared_ptr<read_guard>> read_guard::start(reactor& r,
                  fmt::format("fanotify_init: {}", std::strerror(errno))};
   std::shared_ptr<read_guard> g{new read_guard};
   g->group_ = fd;
-  if (lookups && denied_directory::available())
-    g->lookups_ = std::make_unique<reactor>(1);
+  if (lookups && lookup_server::available()) {
+    auto server = lookup_server::start();
+    if (!server)
+      return server.error();
+    g->lookups_ = std::move(*server);
+  }
   g->watcher_ = std::make_shared<watcher>(r, fd);
   g->watcher_->guard = g;
   g->watcher_->wait();
@@ -162,11 +166,12 @@ read_guard::make_cover(const std::string& parent,
       continue;
     bool dir = S_ISDIR(st.st_mode);
     if (dir && lookups_) {
-      auto d = denied_directory::make(*lookups_, path, keep, shared_report);
+      auto d = lookups_->make(path, keep, shared_report);
       if (!d)
         return d.error();
-      c->mounts_.emplace(path, (*d)->mount_fd());
-      c->served_.push_back(std::move(*d));
+      c->served_.push_back(d->id);
+      c->mounts_.emplace(path, d->mount.get());
+      c->mount_fds_.push_back(std::move(d->mount));
       continue;
     }
     auto ph = fmt::format("{}/{}{}", c->directory_, dir ? 'd' : 'f', n++);
@@ -200,8 +205,8 @@ read_guard::cover::~cover() {
   // The guard outlives its covers, as the runtime outlives its sessions.
   if (auto g = guard_.lock()) {
     g->forget(*this);
-    for (auto& d : served_)
-      d->close();
+    for (auto id : served_)
+      g->lookups_->close(id);
   }
   // Directories made inside a placeholder directory (mount points of what
   // stays reachable there) go with it.

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <boost/asio/post.hpp>
@@ -89,8 +88,11 @@ struct termination : std::enable_shared_from_this<termination> {
       if (p ? *p : p.error().code != errc::path_not_found)
         return true;
     }
-    std::ifstream procs{query.cgroup + "/cgroup.procs"};
-    return procs.peek() != std::ifstream::traits_type::eof();
+    // Not a stream: libstdc++ throws when a read fails (the cgroup went
+    // between the open and the read: ENODEV).
+    std::string procs;
+    return read_small_file(query.cgroup + "/cgroup.procs", procs)
+           && !procs.empty();
   }
 
   std::vector<pid_t> members() {

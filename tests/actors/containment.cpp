@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 
 #include <atomic>
-#include <fstream>
 #include <random>
 
 #include "fixture.hpp"
@@ -37,9 +36,12 @@ std::vector<pid_t> processes_running(const std::string& token) {
   for (auto& e : sandbox::proc_snapshot()) {
     if (e.zombie() || e.pid == ::getpid())
       continue;
-    std::ifstream in{"/proc/" + std::to_string(e.pid) + "/cmdline"};
-    std::string cmdline{std::istreambuf_iterator<char>{in}, {}};
-    if (cmdline.find(token) != std::string::npos)
+    // Not a stream: libstdc++ throws when the read fails (ESRCH: the
+    // process ended since the snapshot).
+    std::string cmdline;
+    if (sandbox::read_small_file("/proc/" + std::to_string(e.pid) + "/cmdline",
+                                 cmdline)
+        && cmdline.find(token) != std::string::npos)
       found.push_back(e.pid);
   }
   return found;

@@ -10,11 +10,12 @@
 #include <vector>
 
 #include "sandbox/errc.hpp"
+#include "sandbox/unique_fd.hpp"
 
 namespace sandbox {
 
 class reactor;
-class denied_directory;
+class lookup_server;
 
 /// A read of a denied path that a read guard refused.
 struct denied_read {
@@ -36,7 +37,7 @@ struct denied_read {
 /// operations) see it as it is, empty.
 /// A denied directory is covered instead, where the node may serve FUSE
 /// (`lookup_watch()`), by a file system of the node's that also refuses and
-/// reports every name looked up below it (denied_directory.hpp); elsewhere
+/// reports every name looked up below it (lookup_server.hpp); elsewhere
 /// by an empty directory, where such a lookup opens nothing and fails with
 /// `ENOENT`, unreported.
 ///
@@ -71,7 +72,9 @@ public:
     std::string directory_;
     std::map<std::string, std::string> placeholders_;
     std::map<std::string, int> mounts_;
-    std::vector<std::shared_ptr<denied_directory>> served_;
+    /// The served file systems: their ids and their mounts (owned).
+    std::vector<uint64_t> served_;
+    std::vector<unique_fd> mount_fds_;
     std::vector<std::pair<dev_t, ino_t>> keys_;
     /// Each marked placeholder and whether it is a directory.
     std::vector<std::pair<std::string, bool>> marked_;
@@ -124,11 +127,9 @@ private:
 
   int group_ = -1;
   std::shared_ptr<watcher> watcher_;
-  /// Where the file systems over denied directories are answered (with
-  /// `lookup_watch()`): one thread of its own, for the whole node, because
-  /// the node's reactor looks paths up in a session's view itself (the
-  /// seccomp watch) and must never wait for its own answer.
-  std::unique_ptr<reactor> lookups_;
+  /// Serves the file systems over denied directories (with
+  /// `lookup_watch()`; lookup_server.hpp).
+  std::unique_ptr<lookup_server> lookups_;
   std::mutex mtx_;
   std::map<std::pair<dev_t, ino_t>, entry> entries_;
 };

@@ -1,0 +1,654 @@
+#include "lookup_server.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fuse.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "sandbox/process_tree.hpp"
+
+namespace sandbox {
+
+namespace {
+
+/// How long the kernel may keep a name or an attribute (the answers never
+/// change while the session lives).
+constexpr uint64_t forever = uint64_t{1} << 30;
+
+/// `statx` (newer than these headers): answered "not implemented", so the
+/// kernel falls back to `getattr` for good.
+constexpr uint32_t fuse_statx = 52;
+
+/// The largest message between the node and the server: a denied path and
+/// the kept directories (each shorter than PATH_MAX), or a report.
+constexpr size_t max_message = 64 * 1024;
+
+// Messages (SOCK_SEQPACKET, one per send):
+//   node -> server:   'm' id path \0 keep \0 ...   make a file system
+//                     'c' id                       close it
+//   server -> node:   'k' id, with the mount       made
+//                     'e' id text                  failed
+//   server -> reporter: 'r' id pid path            a refusal
+//   reporter -> server: 'a'                        reported
+constexpr char make_msg = 'm';
+constexpr char close_msg = 'c';
+constexpr char made_msg = 'k';
+constexpr char failed_msg = 'e';
+constexpr char report_msg = 'r';
+constexpr char ack_msg = 'a';
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+template <class T>
+bool take(const char*& at, const char* end, T& v) {
+  if (static_cast<size_t>(end - at) < sizeof(v))
+    return false;
+  std::memcpy(&v, at, sizeof(v));
+  at += sizeof(v);
+  return true;
+}
+
+bool inside(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0
+         && path[dir.size()] == '/';
+}
+
+void directory_attr(fuse_attr& a, uint64_t id) {
+  a = fuse_attr{};
+  a.ino = id;
+  a.mode = S_IFDIR | 0755;
+  a.nlink = 2;
+  a.uid = ::geteuid();
+  a.gid = ::getegid();
+  a.blksize = 4096;
+}
+
+/// Sends `msg` with `fd` attached (-1: none).
+bool send_message(int sock, const std::string& msg, int fd = -1) {
+  iovec iov{const_cast<char*>(msg.data()), msg.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    auto* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  ssize_t n;
+  do
+    n = ::sendmsg(sock, &m, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(msg.size());
+}
+
+/// Receives one message into `buf` (its size: what came; empty when the
+/// other end is gone) and the descriptor that came with it, if any.
+unique_fd receive_message(int sock, std::string& buf) {
+  buf.resize(max_message);
+  iovec iov{buf.data(), buf.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  m.msg_control = control;
+  m.msg_controllen = sizeof(control);
+  ssize_t n;
+  do
+    n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  unique_fd fd;
+  for (auto* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      int got = -1;
+      std::memcpy(&got, CMSG_DATA(c), sizeof(int));
+      fd.reset(got);
+    }
+  return fd;
+}
+
+/// One file system, as the server thread holds it.
+struct connection {
+  struct node {
+    /// Relative to the denied directory ("" for itself).
+    std::string path;
+    std::map<std::string, uint64_t> children;
+  };
+
+  uint64_t id = 0;
+  unique_fd dev;
+  std::string path;
+  /// Node ids are indices + 1 (1 is the root, as FUSE wants).
+  std::vector<node> nodes{node{}};
+
+  /// The directories that lead to `keep`, when it lies inside.
+  void add_way_to(const std::string& keep) {
+    if (!inside(keep, path))
+      return;
+    uint64_t at = FUSE_ROOT_ID;
+    size_t from = path.size() + 1;
+    while (from <= keep.size()) {
+      auto end = std::min(keep.find('/', from), keep.size());
+      auto name = keep.substr(from, end - from);
+      from = end + 1;
+      if (name.empty())
+        continue;
+      auto i = nodes[at - 1].children.find(name);
+      if (i == nodes[at - 1].children.end()) {
+        auto rel = nodes[at - 1].path;
+        rel += (rel.empty() ? "" : "/") + name;
+        nodes.push_back(node{std::move(rel), {}});
+        i = nodes[at - 1].children.emplace(name, nodes.size()).first;
+      }
+      at = i->second;
+    }
+  }
+};
+
+/// The answering thread's state. It runs with a descriptor table of its
+/// own, which holds nothing of the node's but its two sockets.
+class server {
+public:
+  server(int control, int reports) : control_(control), reports_(reports) {
+  }
+
+  /// Until the node closes its end of the control socket.
+  void run() {
+    std::vector<pollfd> fds;
+    for (;;) {
+      fds.assign(1, pollfd{control_.get(), POLLIN, 0});
+      for (auto& c : conns_)
+        fds.push_back(pollfd{c->dev.get(), POLLIN, 0});
+      if (::poll(fds.data(), fds.size(), -1) < 0) {
+        if (errno == EINTR)
+          continue;
+        return;
+      }
+      // Requests first: a `close` below may remove a connection.
+      std::vector<uint64_t> ended;
+      for (size_t i = 1; i < fds.size(); ++i)
+        if (fds[i].revents != 0 && !drain(*conns_[i - 1]))
+          ended.push_back(conns_[i - 1]->id);
+      for (auto id : ended)
+        forget(id);
+      if (fds[0].revents != 0 && !on_control())
+        return;
+    }
+  }
+
+private:
+  bool on_control() {
+    auto fd = receive_message(control_.get(), buf_);
+    if (buf_.empty())
+      return false; // the node closed its end
+    const char* at = buf_.data() + 1;
+    const char* end = buf_.data() + buf_.size();
+    uint64_t id = 0;
+    if (!take(at, end, id))
+      return true;
+    if (buf_[0] == close_msg) {
+      forget(id);
+      return true;
+    }
+    if (buf_[0] != make_msg)
+      return true;
+    auto c = std::make_unique<connection>();
+    c->id = id;
+    std::vector<std::string> strings;
+    while (at < end) {
+      auto len = strnlen(at, static_cast<size_t>(end - at));
+      strings.emplace_back(at, len);
+      at += len + 1;
+    }
+    if (strings.empty()) {
+      (void) send_message(control_.get(), fail_text(id, "no path"));
+      return true;
+    }
+    c->path = strings.front();
+    for (size_t i = 1; i < strings.size(); ++i)
+      c->add_way_to(strings[i]);
+    std::string error;
+    auto mount = make_mount(*c, error);
+    if (!mount) {
+      (void) send_message(control_.get(), fail_text(id, error));
+      return true;
+    }
+    std::string ok(1, made_msg);
+    put(ok, id);
+    if (send_message(control_.get(), ok, mount.get()))
+      conns_.push_back(std::move(c));
+    return true;
+  }
+
+  static std::string fail_text(uint64_t id, const std::string& text) {
+    std::string out(1, failed_msg);
+    put(out, id);
+    return out + text;
+  }
+
+  /// Opens `/dev/fuse` (here only) and makes the detached mount.
+  static unique_fd make_mount(connection& c, std::string& error) {
+    auto fail = [&error](const char* what) {
+      error = fmt::format("{}: {}", what, std::strerror(errno));
+      return unique_fd{};
+    };
+    c.dev.reset(::open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK));
+    if (!c.dev)
+      return fail("open /dev/fuse");
+    unique_fd fs{::fsopen("fuse", FSOPEN_CLOEXEC)};
+    if (!fs)
+      return fail("fsopen fuse");
+    auto fd = std::to_string(c.dev.get());
+    auto uid = std::to_string(::geteuid());
+    auto gid = std::to_string(::getegid());
+    auto set = [&fs](const char* key, const char* value) {
+      return ::fsconfig(fs.get(), FSCONFIG_SET_STRING, key, value, 0) == 0;
+    };
+    if (!set("fd", fd.c_str()) || !set("rootmode", "40755")
+        || !set("user_id", uid.c_str()) || !set("group_id", gid.c_str())
+        || ::fsconfig(fs.get(), FSCONFIG_SET_FLAG, "allow_other", nullptr, 0)
+             != 0
+        || ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+      return fail("fsconfig fuse");
+    unique_fd mnt{
+      ::fsmount(fs.get(), FSMOUNT_CLOEXEC,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)};
+    if (!mnt)
+      return fail("fsmount fuse");
+    return mnt;
+  }
+
+  /// Closing the only descriptor of its device ends the connection.
+  void forget(uint64_t id) {
+    conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
+                                [id](auto& c) { return c->id == id; }),
+                 conns_.end());
+  }
+
+  /// Answers what is queued; false once the connection ended.
+  bool drain(connection& c) {
+    for (;;) {
+      auto n = ::read(c.dev.get(), request_.data(), request_.size());
+      if (n < 0 && (errno == ENOENT || errno == EINTR))
+        continue; // a request interrupted before it was read
+      if (n < 0 && errno == EAGAIN)
+        return true;
+      if (n < static_cast<ssize_t>(sizeof(fuse_in_header)))
+        return false; // ENODEV: unmounted, the session's namespace is gone
+      answer(c, request_.data(), static_cast<size_t>(n));
+    }
+  }
+
+  /// Whether the request came from one of the node's threads.
+  bool own(uint32_t pid) const {
+    return pid != 0
+           && ::syscall(SYS_tgkill, self_, static_cast<pid_t>(pid), 0) == 0;
+  }
+
+  /// Reports a refusal and waits until the node has (a command's result
+  /// then carries it).
+  void refuse(connection& c, uint32_t pid, const std::string& relative) {
+    std::string msg(1, report_msg);
+    put(msg, c.id);
+    put(msg, pid);
+    msg += relative.empty() ? c.path : c.path + "/" + relative;
+    char ack = 0;
+    if (send_message(reports_.get(), msg))
+      while (::recv(reports_.get(), &ack, 1, 0) < 0 && errno == EINTR) {
+      }
+  }
+
+  void reply(connection& c, uint64_t unique, int error,
+             const void* data = nullptr, size_t size = 0) {
+    fuse_out_header h{};
+    h.len = static_cast<uint32_t>(sizeof(h) + (error == 0 ? size : 0));
+    h.error = error;
+    h.unique = unique;
+    iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(data), size}};
+    // Fails only when the request was interrupted meanwhile (ENOENT) or
+    // the connection ended: nothing waits for the answer then.
+    (void) !::writev(c.dev.get(), iov, error == 0 && size > 0 ? 2 : 1);
+  }
+
+  void answer(connection& c, const char* request, size_t size) {
+    fuse_in_header h;
+    std::memcpy(&h, request, sizeof(h));
+    const char* arg = request + sizeof(h);
+    size_t arg_size = size - sizeof(h);
+    auto* n = h.nodeid >= 1 && h.nodeid <= c.nodes.size()
+                ? &c.nodes[h.nodeid - 1]
+                : nullptr;
+    switch (h.opcode) {
+      case FUSE_INIT: {
+        fuse_init_in in{};
+        std::memcpy(&in, arg, std::min(arg_size, sizeof(in)));
+        fuse_init_out out{};
+        out.major = FUSE_KERNEL_VERSION;
+        out.minor = std::min<uint32_t>(in.minor, FUSE_KERNEL_MINOR_VERSION);
+        out.max_readahead = in.max_readahead;
+        out.max_write = 4096;
+        out.time_gran = 1;
+        reply(c, h.unique, in.major == FUSE_KERNEL_VERSION ? 0 : -EPROTO, &out,
+              sizeof(out));
+        return;
+      }
+      case FUSE_LOOKUP: {
+        if (n == nullptr || arg_size == 0) {
+          reply(c, h.unique, -ENOENT);
+          return;
+        }
+        std::string name{arg, strnlen(arg, arg_size)};
+        auto i = n->children.find(name);
+        if (i != n->children.end()) {
+          fuse_entry_out e{};
+          e.nodeid = i->second;
+          e.generation = 1;
+          e.entry_valid = forever;
+          e.attr_valid = forever;
+          directory_attr(e.attr, i->second);
+          reply(c, h.unique, 0, &e, sizeof(e));
+          return;
+        }
+        // The node's own lookups find an empty directory, as they would
+        // below any cover; a command's is a refused read.
+        if (own(h.pid)) {
+          reply(c, h.unique, -ENOENT);
+          return;
+        }
+        refuse(c, h.pid, n->path.empty() ? name : n->path + "/" + name);
+        reply(c, h.unique, -EPERM);
+        return;
+      }
+      case FUSE_GETATTR: {
+        if (n == nullptr) {
+          reply(c, h.unique, -ENOENT);
+          return;
+        }
+        fuse_attr_out out{};
+        out.attr_valid = forever;
+        directory_attr(out.attr, h.nodeid);
+        reply(c, h.unique, 0, &out, sizeof(out));
+        return;
+      }
+      case FUSE_OPENDIR: {
+        if (n == nullptr) {
+          reply(c, h.unique, -ENOENT);
+          return;
+        }
+        if (h.nodeid == FUSE_ROOT_ID && !own(h.pid)) {
+          refuse(c, h.pid, {});
+          reply(c, h.unique, -EPERM);
+          return;
+        }
+        fuse_open_out out{};
+        reply(c, h.unique, 0, &out, sizeof(out));
+        return;
+      }
+      case FUSE_READDIR: {
+        fuse_read_in in{};
+        std::memcpy(&in, arg, std::min(arg_size, sizeof(in)));
+        if (n == nullptr) {
+          reply(c, h.unique, -ENOENT);
+          return;
+        }
+        std::vector<std::pair<std::string, uint64_t>> entries{
+          {".", h.nodeid}, {"..", FUSE_ROOT_ID}};
+        for (auto& [name, id] : n->children)
+          entries.emplace_back(name, id);
+        std::string out;
+        for (auto i = in.offset; i < entries.size(); ++i) {
+          auto& [name, id] = entries[i];
+          fuse_dirent d{};
+          d.ino = id;
+          d.off = i + 1;
+          d.namelen = static_cast<uint32_t>(name.size());
+          d.type = DT_DIR;
+          auto at = out.size();
+          auto step = FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET + name.size());
+          if (at + step > in.size)
+            break;
+          out.resize(at + step, '\0');
+          std::memcpy(out.data() + at, &d, FUSE_NAME_OFFSET);
+          std::memcpy(out.data() + at + FUSE_NAME_OFFSET, name.data(),
+                      name.size());
+        }
+        reply(c, h.unique, 0, out.data(), out.size());
+        return;
+      }
+      case FUSE_RELEASEDIR:
+      case FUSE_ACCESS:
+      case FUSE_FLUSH:
+        reply(c, h.unique, 0);
+        return;
+      case FUSE_STATFS: {
+        fuse_statfs_out out{};
+        out.st.bsize = 4096;
+        out.st.frsize = 4096;
+        out.st.namelen = 255;
+        reply(c, h.unique, 0, &out, sizeof(out));
+        return;
+      }
+      case FUSE_FORGET:
+      case FUSE_BATCH_FORGET:
+      case FUSE_INTERRUPT:
+        return; // no answer expected
+      case FUSE_GETXATTR:
+      case FUSE_LISTXATTR:
+      case fuse_statx:
+        reply(c, h.unique, -ENOSYS); // the kernel stops asking
+        return;
+      default:
+        // Everything that would change it: Landlock refuses a command's
+        // writes here before they arrive, the node's are refused by name.
+        reply(c, h.unique, -EPERM);
+        return;
+    }
+  }
+
+  unique_fd control_;
+  unique_fd reports_;
+  pid_t self_ = ::getpid();
+  std::vector<std::unique_ptr<connection>> conns_;
+  std::string buf_;
+  /// A request is at most a header, a write's header and `max_write`
+  /// (4096, the minimum); the kernel wants room for 8 KiB at least.
+  std::vector<char> request_ = std::vector<char>(3 * FUSE_MIN_READ_BUFFER);
+};
+
+/// Closes every descriptor of the calling thread's table but `keep` (and
+/// stdio, for a sanitizer's report).
+void close_all_but(std::array<int, 2> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int k : keep) {
+    if (k < 3)
+      continue;
+    if (static_cast<unsigned>(k) > from)
+      ::close_range(from, static_cast<unsigned>(k) - 1, 0);
+    from = static_cast<unsigned>(k) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
+} // namespace
+
+pid_t process_group_of(pid_t pid) {
+  // Not a stream: libstdc++ throws when a read fails (ESRCH once the
+  // process is gone).
+  std::string line;
+  if (!read_small_file(fmt::format("/proc/{}/stat", pid), line))
+    return 0;
+  // pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
+  auto close = line.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  char state = 0;
+  long ppid = 0;
+  long pgrp = 0;
+  if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp)
+      != 3)
+    return 0;
+  return static_cast<pid_t>(pgrp);
+}
+
+bool lookup_server::available() {
+  static const bool ok = [] {
+    unique_fd dev{::open("/dev/fuse", O_RDWR | O_CLOEXEC)};
+    unique_fd fs{::fsopen("fuse", FSOPEN_CLOEXEC)};
+    return dev && fs;
+  }();
+  return ok;
+}
+
+result<std::unique_ptr<lookup_server>> lookup_server::start() {
+  int control[2];
+  int reports[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) != 0)
+    return error{errc::unsupported,
+                 fmt::format("socketpair: {}", std::strerror(errno))};
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, reports) != 0) {
+    int err = errno;
+    ::close(control[0]);
+    ::close(control[1]);
+    return error{errc::unsupported,
+                 fmt::format("socketpair: {}", std::strerror(err))};
+  }
+  std::unique_ptr<lookup_server> s{new lookup_server};
+  s->control_.reset(control[0]);
+  s->reports_.reset(reports[0]);
+  std::promise<int> ready;
+  s->server_ = std::thread([&ready, c = control[1], r = reports[1]] {
+    if (::unshare(CLONE_FILES) != 0) {
+      ready.set_value(errno);
+      return;
+    }
+    close_all_but({c, r});
+    ready.set_value(0);
+    server{c, r}.run();
+  });
+  int err = ready.get_future().get();
+  // The server holds its ends in its own table now.
+  ::close(control[1]);
+  ::close(reports[1]);
+  if (err != 0) {
+    s->server_.join();
+    return error{errc::unsupported,
+                 fmt::format("unshare(CLONE_FILES): {}", std::strerror(err))};
+  }
+  s->reporter_ = std::thread([p = s.get()] { p->report_loop(); });
+  return s;
+}
+
+lookup_server::~lookup_server() {
+  // The server sees its control socket end, and ends every connection as
+  // it goes; the reporter acknowledges until then.
+  ::shutdown(control_.get(), SHUT_RDWR);
+  if (server_.joinable())
+    server_.join();
+  ::shutdown(reports_.get(), SHUT_RDWR);
+  if (reporter_.joinable())
+    reporter_.join();
+}
+
+void lookup_server::report_loop() {
+  std::string buf;
+  for (;;) {
+    (void) receive_message(reports_.get(), buf);
+    if (buf.empty())
+      return;
+    const char* at = buf.data() + 1;
+    const char* end = buf.data() + buf.size();
+    uint64_t id = 0;
+    uint32_t pid = 0;
+    if (buf[0] == report_msg && take(at, end, id) && take(at, end, pid)) {
+      std::shared_ptr<report_fn> report;
+      {
+        std::lock_guard<std::mutex> guard{reports_mtx_};
+        auto i = reports_to_.find(id);
+        if (i != reports_to_.end())
+          report = i->second;
+      }
+      auto p = static_cast<pid_t>(pid);
+      if (report)
+        (*report)(denied_read{p, process_group_of(p), std::string{at, end}});
+    }
+    if (!send_message(reports_.get(), std::string(1, ack_msg)))
+      return;
+  }
+}
+
+result<lookup_server::made>
+lookup_server::make(const std::string& path,
+                    const std::vector<std::string>& keep,
+                    std::shared_ptr<report_fn> report) {
+  std::lock_guard<std::mutex> guard{make_mtx_};
+  auto id = next_id_++;
+  std::string msg(1, make_msg);
+  put(msg, id);
+  msg += path;
+  for (auto& k : keep)
+    msg += '\0' + k;
+  if (msg.size() > max_message)
+    return error{errc::invalid_argument,
+                 fmt::format("denied path too long: {}", path)};
+  {
+    std::lock_guard<std::mutex> lock{reports_mtx_};
+    reports_to_[id] = std::move(report);
+  }
+  auto forget = [this, id] {
+    std::lock_guard<std::mutex> lock{reports_mtx_};
+    reports_to_.erase(id);
+  };
+  if (!send_message(control_.get(), msg)) {
+    forget();
+    return error{errc::unsupported,
+                 fmt::format("lookup server: {}", std::strerror(errno))};
+  }
+  std::string answer;
+  auto mount = receive_message(control_.get(), answer);
+  const char* at = answer.data() + 1;
+  const char* end = answer.data() + answer.size();
+  uint64_t got = 0;
+  if (!answer.empty() && take(at, end, got) && got == id
+      && answer[0] == made_msg && mount)
+    return made{id, std::move(mount)};
+  forget();
+  return error{errc::unsupported, answer.empty() || answer[0] != failed_msg
+                                    ? std::string{"lookup server: no answer"}
+                                    : std::string{at, end}};
+}
+
+void lookup_server::close(uint64_t id) {
+  std::string msg(1, close_msg);
+  put(msg, id);
+  (void) send_message(control_.get(), msg);
+  std::lock_guard<std::mutex> lock{reports_mtx_};
+  reports_to_.erase(id);
+}
+
+} // namespace sandbox
