@@ -42,6 +42,8 @@ std::string_view to_string(violation_kind x) noexcept {
       return "cpu_limit";
     case violation_kind::file_size_limit:
       return "file_size_limit";
+    case violation_kind::signal_denied:
+      return "signal_denied";
   }
   return "unknown";
 }

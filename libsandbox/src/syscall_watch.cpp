@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,27 +42,53 @@ namespace {
 /// Open flags that make an open a write (or a create).
 constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
 
-/// System calls that always notify: they connect, or they write a path.
-constexpr std::array<long, 18> always_watched
-  = {SYS_connect,  SYS_creat,    SYS_mkdir,   SYS_mkdirat,   SYS_unlink,
-     SYS_unlinkat, SYS_rmdir,    SYS_rename,  SYS_renameat,  SYS_renameat2,
-     SYS_link,     SYS_linkat,   SYS_symlink, SYS_symlinkat, SYS_mknod,
-     SYS_mknodat,  SYS_truncate, SYS_openat2};
+/// System calls that always notify: they connect, write a path, or name a
+/// process by its pid (signal it, open a pidfd of it, read or write its
+/// memory).
+constexpr std::array<long, 26> always_watched = {SYS_connect,
+                                                 SYS_creat,
+                                                 SYS_mkdir,
+                                                 SYS_mkdirat,
+                                                 SYS_unlink,
+                                                 SYS_unlinkat,
+                                                 SYS_rmdir,
+                                                 SYS_rename,
+                                                 SYS_renameat,
+                                                 SYS_renameat2,
+                                                 SYS_link,
+                                                 SYS_linkat,
+                                                 SYS_symlink,
+                                                 SYS_symlinkat,
+                                                 SYS_mknod,
+                                                 SYS_mknodat,
+                                                 SYS_truncate,
+                                                 SYS_openat2,
+                                                 SYS_kill,
+                                                 SYS_tkill,
+                                                 SYS_tgkill,
+                                                 SYS_rt_sigqueueinfo,
+                                                 SYS_rt_tgsigqueueinfo,
+                                                 SYS_pidfd_open,
+                                                 SYS_process_vm_readv,
+                                                 SYS_process_vm_writev};
 
 /// The program: x86_64 calls only; `open` and `openat` notify only when
-/// their flags (argument 1 and 2) ask for a write.
+/// their flags (argument 1 and 2) ask for a write, `ptrace` only for the
+/// requests that attach (the others name a tracee already attached, so a
+/// debugger's many peeks run unwatched).
 std::vector<sock_filter> make_filter() {
   // Every watched number and where it goes; the others are allowed. The
   // numbers are found by a binary search (JGE) down to runs of at most
   // three, so that any call runs a handful of instructions: the kernel
   // runs the program for every system call number when the filter is
   // attached (to cache those it always allows), once per command.
-  enum target : uint8_t { notify, open_check, openat_check };
+  enum target : uint8_t { notify, open_check, openat_check, ptrace_check };
   std::vector<std::pair<uint32_t, target>> watched;
   for (auto nr : always_watched)
     watched.emplace_back(static_cast<uint32_t>(nr), notify);
   watched.emplace_back(SYS_open, open_check);
   watched.emplace_back(SYS_openat, openat_check);
+  watched.emplace_back(SYS_ptrace, ptrace_check);
   std::sort(watched.begin(), watched.end());
   std::function<uint32_t(size_t, size_t)> tree_size = [&](size_t lo,
                                                           size_t hi) {
@@ -71,11 +98,12 @@ std::vector<sock_filter> make_filter() {
     return 1 + tree_size(lo, mid) + tree_size(mid, hi);
   };
   // Layout (BPF jumps go forward only): [0] load arch, [1] arch check,
-  // [2] load nr, the search, open's check (2), openat's check (2), allow,
-  // notify.
+  // [2] load nr, the search, open's check (2), openat's check (2),
+  // ptrace's check (3), allow, notify.
   const uint32_t open_at = 3 + tree_size(0, watched.size());
   const uint32_t openat_at = open_at + 2;
-  const uint32_t allow = openat_at + 2;
+  const uint32_t ptrace_at = openat_at + 2;
+  const uint32_t allow = ptrace_at + 3;
   const uint32_t notify_at = allow + 1;
   std::vector<sock_filter> f;
   auto jump_to = [&](uint32_t target) {
@@ -91,9 +119,10 @@ std::vector<sock_filter> make_filter() {
     if (hi - lo <= 3) {
       for (size_t i = lo; i < hi; ++i) {
         auto [nr, t] = watched[i];
-        auto to = t == notify       ? notify_at
-                  : t == open_check ? open_at
-                                    : openat_at;
+        auto to = t == notify         ? notify_at
+                  : t == open_check   ? open_at
+                  : t == openat_check ? openat_at
+                                      : ptrace_at;
         f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, jump_to(to), 0));
       }
       f.push_back(BPF_STMT(BPF_JMP | BPF_JA, jump_to(allow)));
@@ -114,6 +143,13 @@ std::vector<sock_filter> make_filter() {
     f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, write_flags,
                          jump_to(notify_at), jump_to(allow)));
   }
+  // ptrace's request (argument 0).
+  f.push_back(
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args)));
+  f.push_back(
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PTRACE_ATTACH, jump_to(notify_at), 0));
+  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PTRACE_SEIZE,
+                       jump_to(notify_at), jump_to(allow)));
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
   return f;
@@ -501,6 +537,73 @@ std::optional<violation> judge_connect(const seccomp_notif& n,
   return violation{violation_kind::connect_denied, policy.execution, dest};
 }
 
+/// The pid a call that names a process aims at (0 when it names none
+/// that can be judged: a process group, every process, itself by 0).
+pid_t named_pid(const seccomp_notif& n) {
+  auto arg = [&](int i) {
+    return static_cast<pid_t>(static_cast<int32_t>(n.data.args[i]));
+  };
+  switch (n.data.nr) {
+    case SYS_kill:
+    case SYS_tkill:
+    case SYS_rt_sigqueueinfo:
+    case SYS_pidfd_open:
+    case SYS_process_vm_readv:
+    case SYS_process_vm_writev:
+      return arg(0);
+    case SYS_tgkill:
+    case SYS_rt_tgsigqueueinfo:
+    case SYS_ptrace:
+      return arg(1); // the thread, or ptrace's pid
+  }
+  return 0;
+}
+
+/// The name of a call that names a process by its pid; nullptr for any
+/// other call.
+const char* call_name(long nr) {
+  switch (nr) {
+    case SYS_kill:
+      return "kill";
+    case SYS_tkill:
+      return "tkill";
+    case SYS_tgkill:
+      return "tgkill";
+    case SYS_rt_sigqueueinfo:
+      return "rt_sigqueueinfo";
+    case SYS_rt_tgsigqueueinfo:
+      return "rt_tgsigqueueinfo";
+    case SYS_pidfd_open:
+      return "pidfd_open";
+    case SYS_process_vm_readv:
+      return "process_vm_readv";
+    case SYS_process_vm_writev:
+      return "process_vm_writev";
+    case SYS_ptrace:
+      return "ptrace";
+  }
+  return nullptr;
+}
+
+/// A call naming a pid that is no process (nor thread) of the caller's PID
+/// namespace: its /proc, the session's own, has no such entry. The kernel
+/// refuses it (ESRCH); the report says what was aimed at.
+std::optional<violation> judge_pid(const seccomp_notif& n,
+                                   const watch_policy& policy) {
+  auto target = named_pid(n);
+  if (target <= 0)
+    return std::nullopt;
+  struct stat st;
+  if (::lstat(fmt::format("/proc/{}/root/proc/{}", n.pid, target).c_str(), &st)
+      == 0)
+    return std::nullopt;
+  // Unreadable because the caller is gone: nothing to judge.
+  if (errno != ENOENT)
+    return std::nullopt;
+  return violation{violation_kind::signal_denied, policy.execution,
+                   fmt::format("{} {}", call_name(n.data.nr), target)};
+}
+
 // -- the watcher
 // -----------------------------------------------------------------
 
@@ -559,6 +662,8 @@ struct watcher : std::enable_shared_from_this<watcher> {
     std::optional<violation> v;
     if (n->data.nr == SYS_connect)
       v = judge_connect(*n, *policy);
+    else if (call_name(n->data.nr) != nullptr)
+      v = judge_pid(*n, *policy);
     else
       v = judge_write(*n, *policy);
     // What was read belongs to the caller only while it still waits.

@@ -326,14 +326,31 @@ CAF_TEST(proc lists the session processes only) {
   (void) s.stop();
 }
 
-CAF_TEST(a host process cannot be signalled) {
+CAF_TEST(a host process cannot be signalled or traced and is reported) {
   if (!host_can_contain())
     return;
   host_helper helper;
   auto s = make_session();
-  auto r = run(s, "kill -KILL " + std::to_string(helper.pid));
+  auto pid = std::to_string(helper.pid);
+  auto r = run(s, "kill -KILL " + pid);
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(helper.alive());
+  CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::signal_denied,
+                       "kill " + pid));
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::signal_denied, 1));
+  auto t = run(s, std::string{sandbox::test::test_child()} + " ptrace " + pid);
+  CAF_CHECK_EQUAL(t.exit_code, 1);
+  CAF_CHECK_EQUAL(t.stdout_data, "No such process\n");
+  CAF_CHECK(helper.alive());
+  CAF_CHECK(has_detail(t.violations, sandbox::violation_kind::signal_denied,
+                       "ptrace " + pid));
+  // The session's own processes: signalled and traced, nothing reported.
+  auto own = run(s, "sleep 30 & p=$!; "
+                      + std::string{sandbox::test::test_child()}
+                      + " ptrace $p; kill $p; wait $p; echo $?");
+  CAF_CHECK_EQUAL(own.stdout_data, "attached\n143\n");
+  CAF_CHECK(own.violations.empty());
   (void) s.stop();
 }
 

@@ -26,9 +26,13 @@
 //   sandbox-test-child fork-bomb           forks until fork fails; prints
 //                                          "bounded after N" when it did
 //                                          (its children pause until killed)
+//   sandbox-test-child ptrace PID          seizes PID (ptrace): prints
+//                                          "attached" (and detaches) or the
+//                                          error, and exits 0 or 1
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -241,6 +245,18 @@ int main(int argc, char** argv) {
       blocks.push_back(b);
     }
     std::printf("allocated\n");
+    return 0;
+  }
+  if (mode == "ptrace" && argc == 3) {
+    // Attaches to pid `argv[2]` without stopping it (PTRACE_SEIZE):
+    // "attached" (and detaches) or the error.
+    auto pid = static_cast<pid_t>(std::atoi(argv[2]));
+    if (::ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) != 0) {
+      std::printf("%s\n", std::strerror(errno));
+      return 1;
+    }
+    ::ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+    std::printf("attached\n");
     return 0;
   }
   if (mode == "spin") {

@@ -82,10 +82,13 @@ enum class violation_kind : uint8_t {
   cpu_limit,
   /// RLIMIT_FSIZE: a process wrote past the file size limit (SIGXFSZ).
   file_size_limit,
+  /// A signal, ptrace or pidfd aimed at a pid that is no process of the
+  /// session (a host process, which it cannot name, or one already reaped).
+  signal_denied,
 };
 
 /// "none", "write_denied", "read_denied", "connect_denied", "memory_limit",
-/// "process_limit", "cpu_limit" or "file_size_limit".
+/// "process_limit", "cpu_limit", "file_size_limit" or "signal_denied".
 std::string_view to_string(violation_kind x) noexcept;
 
 /// One violation, tagged with the execution that caused it.

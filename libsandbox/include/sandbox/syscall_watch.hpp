@@ -27,8 +27,10 @@ struct watch_policy {
 /// The seccomp filter every command of a contained session installs (with
 /// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) just before its exec: `connect` and
 /// the system calls that write a path (an open for writing, create, make a
-/// directory or node, remove, rename, link, truncate) notify the listener;
-/// everything else runs unwatched. x86_64 system calls only.
+/// directory or node, remove, rename, link, truncate) and those that name a
+/// process by its pid (signals, `pidfd_open`, `process_vm_*`, a `ptrace`
+/// attach) notify the listener; everything else runs unwatched. x86_64
+/// system calls only.
 const sock_fprog* watch_filter() noexcept;
 
 /// Watches the notifications of one command's filter (`listener`) on `r`
@@ -40,7 +42,9 @@ const sock_fprog* watch_filter() noexcept;
 ///   `/dev` and `/proc` are not judged);
 /// - `connect_denied`: an IPv4 or IPv6 destination that no socket of the
 ///   session's network namespace listens on (a TCP connect) or that is not
-///   loopback (any other).
+///   loopback (any other);
+/// - `signal_denied`: a pid (above 0) that the session's /proc does not
+///   show, with the call's name (`kill 4242`).
 void watch_syscalls(reactor& r, unique_fd listener,
                     std::shared_ptr<const watch_policy> policy,
                     std::function<void(violation)> report);
