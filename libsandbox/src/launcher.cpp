@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "child_syscall.hpp"
+#include "fd_message.hpp"
 #include "sandbox/validation.hpp"
 
 #ifndef SYS_clone3
@@ -732,10 +733,8 @@ result<launched_child> launch_contained(const launch_spec& spec,
   // The command's seccomp listener comes back over a socket pair.
   unique_fd report_ours;
   unique_fd report_theirs;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   char byte = 0;
-  iovec iov{&byte, 1};
-  msghdr msg{};
+  fd_message out{&byte, 1};
   if (c.watch_filter != nullptr) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0)
@@ -743,18 +742,10 @@ result<launched_child> launch_contained(const launch_spec& spec,
                                      "socketpair");
     report_ours.reset(pair[0]);
     report_theirs.reset(pair[1]);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    auto* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
     plan.filter = c.watch_filter;
     plan.report_socket = report_theirs.get();
-    plan.report_msg = &msg;
-    plan.report_slot = reinterpret_cast<int*>(CMSG_DATA(cm));
+    plan.report_slot = out.attach();
+    plan.report_msg = &out.msg;
   }
   // The command's parent (the node) is outside its PID namespace: it sees
   // 0, and 1 once orphaned.
@@ -802,19 +793,10 @@ result<launched_child> launch_contained(const launch_spec& spec,
   child.pidfd = std::move(pidfd_owner);
   if (report_ours) {
     // Sent before the command's exec, which the clone waited for.
-    alignas(cmsghdr) char in_control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr in{};
-    in.msg_iov = &iov;
-    in.msg_iovlen = 1;
-    in.msg_control = in_control;
-    in.msg_controllen = sizeof(in_control);
-    if (::recvmsg(report_ours.get(), &in, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) > 0)
-      if (auto* cm = CMSG_FIRSTHDR(&in);
-          cm != nullptr && cm->cmsg_type == SCM_RIGHTS) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
-        child.watch_listener.reset(fd);
-      }
+    fd_message in{&byte, 1};
+    if (::recvmsg(report_ours.get(), &in.msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)
+        > 0)
+      child.watch_listener.reset(in.received());
   }
   return child;
 }

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "fd_message.hpp"
 #include "sandbox/process_tree.hpp"
 
 namespace sandbox {
@@ -85,23 +86,14 @@ void directory_attr(fuse_attr& a, uint64_t id) {
 
 /// Sends `msg` with `fd` attached (-1: none).
 bool send_message(int sock, const std::string& msg, int fd = -1) {
-  iovec iov{const_cast<char*>(msg.data()), msg.size()};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    m.msg_control = control;
-    m.msg_controllen = sizeof(control);
-    auto* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  }
+  fd_message m{const_cast<char*>(msg.data()), msg.size()};
+  if (fd >= 0)
+    *m.attach() = fd;
+  else
+    m.detach();
   ssize_t n;
   do
-    n = ::sendmsg(sock, &m, MSG_NOSIGNAL);
+    n = ::sendmsg(sock, &m.msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
   return n == static_cast<ssize_t>(msg.size());
 }
@@ -110,26 +102,13 @@ bool send_message(int sock, const std::string& msg, int fd = -1) {
 /// other end is gone) and the descriptor that came with it, if any.
 unique_fd receive_message(int sock, std::string& buf) {
   buf.resize(max_message);
-  iovec iov{buf.data(), buf.size()};
-  msghdr m{};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  m.msg_control = control;
-  m.msg_controllen = sizeof(control);
+  fd_message m{buf.data(), buf.size()};
   ssize_t n;
   do
-    n = ::recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
   buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  unique_fd fd;
-  for (auto* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      int got = -1;
-      std::memcpy(&got, CMSG_DATA(c), sizeof(int));
-      fd.reset(got);
-    }
-  return fd;
+  return unique_fd{m.received()};
 }
 
 /// One file system, as the server thread holds it.
