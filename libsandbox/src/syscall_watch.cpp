@@ -42,35 +42,36 @@ namespace {
 /// Open flags that make an open a write (or a create).
 constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
 
-/// System calls that always notify: they connect, write a path, or name a
-/// process by its pid (signal it, open a pidfd of it, read or write its
-/// memory).
-constexpr std::array<long, 26> always_watched = {SYS_connect,
-                                                 SYS_creat,
-                                                 SYS_mkdir,
-                                                 SYS_mkdirat,
-                                                 SYS_unlink,
-                                                 SYS_unlinkat,
-                                                 SYS_rmdir,
-                                                 SYS_rename,
-                                                 SYS_renameat,
-                                                 SYS_renameat2,
-                                                 SYS_link,
-                                                 SYS_linkat,
-                                                 SYS_symlink,
-                                                 SYS_symlinkat,
-                                                 SYS_mknod,
-                                                 SYS_mknodat,
-                                                 SYS_truncate,
-                                                 SYS_openat2,
-                                                 SYS_kill,
-                                                 SYS_tkill,
-                                                 SYS_tgkill,
-                                                 SYS_rt_sigqueueinfo,
-                                                 SYS_rt_tgsigqueueinfo,
-                                                 SYS_pidfd_open,
-                                                 SYS_process_vm_readv,
-                                                 SYS_process_vm_writev};
+/// A system call that names a process by its pid: its name and the
+/// argument that holds the pid (the thread's for tgkill and
+/// rt_tgsigqueueinfo).
+struct pid_call {
+  long nr;
+  const char* name;
+  int pid_arg;
+};
+
+/// Every call that names a process: they notify (ptrace only to attach,
+/// see the program) and are judged by `judge_pid`.
+constexpr std::array<pid_call, 9> pid_calls = {{
+  {SYS_kill, "kill", 0},
+  {SYS_tkill, "tkill", 0},
+  {SYS_tgkill, "tgkill", 1},
+  {SYS_rt_sigqueueinfo, "rt_sigqueueinfo", 0},
+  {SYS_rt_tgsigqueueinfo, "rt_tgsigqueueinfo", 1},
+  {SYS_pidfd_open, "pidfd_open", 0},
+  {SYS_process_vm_readv, "process_vm_readv", 0},
+  {SYS_process_vm_writev, "process_vm_writev", 0},
+  {SYS_ptrace, "ptrace", 1},
+}};
+
+/// System calls that always notify besides those of `pid_calls`: they
+/// connect, or they write a path.
+constexpr std::array<long, 18> always_watched
+  = {SYS_connect,  SYS_creat,    SYS_mkdir,   SYS_mkdirat,   SYS_unlink,
+     SYS_unlinkat, SYS_rmdir,    SYS_rename,  SYS_renameat,  SYS_renameat2,
+     SYS_link,     SYS_linkat,   SYS_symlink, SYS_symlinkat, SYS_mknod,
+     SYS_mknodat,  SYS_truncate, SYS_openat2};
 
 /// The program: x86_64 calls only; `open` and `openat` notify only when
 /// their flags (argument 1 and 2) ask for a write, `ptrace` only for the
@@ -88,7 +89,9 @@ std::vector<sock_filter> make_filter() {
     watched.emplace_back(static_cast<uint32_t>(nr), notify);
   watched.emplace_back(SYS_open, open_check);
   watched.emplace_back(SYS_openat, openat_check);
-  watched.emplace_back(SYS_ptrace, ptrace_check);
+  for (auto& c : pid_calls)
+    watched.emplace_back(static_cast<uint32_t>(c.nr),
+                         c.nr == SYS_ptrace ? ptrace_check : notify);
   std::sort(watched.begin(), watched.end());
   std::function<uint32_t(size_t, size_t)> tree_size = [&](size_t lo,
                                                           size_t hi) {
@@ -537,71 +540,32 @@ std::optional<violation> judge_connect(const seccomp_notif& n,
   return violation{violation_kind::connect_denied, policy.execution, dest};
 }
 
-/// The pid a call that names a process aims at (0 when it names none
-/// that can be judged: a process group, every process, itself by 0).
-pid_t named_pid(const seccomp_notif& n) {
-  auto arg = [&](int i) {
-    return static_cast<pid_t>(static_cast<int32_t>(n.data.args[i]));
-  };
-  switch (n.data.nr) {
-    case SYS_kill:
-    case SYS_tkill:
-    case SYS_rt_sigqueueinfo:
-    case SYS_pidfd_open:
-    case SYS_process_vm_readv:
-    case SYS_process_vm_writev:
-      return arg(0);
-    case SYS_tgkill:
-    case SYS_rt_tgsigqueueinfo:
-    case SYS_ptrace:
-      return arg(1); // the thread, or ptrace's pid
-  }
-  return 0;
-}
-
-/// The name of a call that names a process by its pid; nullptr for any
-/// other call.
-const char* call_name(long nr) {
-  switch (nr) {
-    case SYS_kill:
-      return "kill";
-    case SYS_tkill:
-      return "tkill";
-    case SYS_tgkill:
-      return "tgkill";
-    case SYS_rt_sigqueueinfo:
-      return "rt_sigqueueinfo";
-    case SYS_rt_tgsigqueueinfo:
-      return "rt_tgsigqueueinfo";
-    case SYS_pidfd_open:
-      return "pidfd_open";
-    case SYS_process_vm_readv:
-      return "process_vm_readv";
-    case SYS_process_vm_writev:
-      return "process_vm_writev";
-    case SYS_ptrace:
-      return "ptrace";
-  }
+/// The entry of `pid_calls` for `nr`, or nullptr.
+const pid_call* pid_call_of(long nr) {
+  for (auto& c : pid_calls)
+    if (c.nr == nr)
+      return &c;
   return nullptr;
 }
 
 /// A call naming a pid that is no process (nor thread) of the caller's PID
 /// namespace: its /proc, the session's own, has no such entry. The kernel
-/// refuses it (ESRCH); the report says what was aimed at.
-std::optional<violation> judge_pid(const seccomp_notif& n,
+/// refuses it (ESRCH); the report says what was aimed at. A pid of 0 or
+/// below (itself, a process group, every process) is not judged.
+std::optional<violation> judge_pid(const seccomp_notif& n, const pid_call& call,
                                    const watch_policy& policy) {
-  auto target = named_pid(n);
-  if (target <= 0)
+  auto target
+    = static_cast<pid_t>(static_cast<int32_t>(n.data.args[call.pid_arg]));
+  if (target <= 0
+      || exists_for(static_cast<pid_t>(n.pid), fmt::format("/proc/{}", target)))
     return std::nullopt;
-  struct stat st;
-  if (::lstat(fmt::format("/proc/{}/root/proc/{}", n.pid, target).c_str(), &st)
-      == 0)
-    return std::nullopt;
-  // Unreadable because the caller is gone: nothing to judge.
+  // Any error but ENOENT (EACCES, ...) says nothing about the target. A
+  // caller that is gone is not reported: its notification is no longer
+  // valid.
   if (errno != ENOENT)
     return std::nullopt;
   return violation{violation_kind::signal_denied, policy.execution,
-                   fmt::format("{} {}", call_name(n.data.nr), target)};
+                   fmt::format("{} {}", call.name, target)};
 }
 
 // -- the watcher
@@ -662,8 +626,8 @@ struct watcher : std::enable_shared_from_this<watcher> {
     std::optional<violation> v;
     if (n->data.nr == SYS_connect)
       v = judge_connect(*n, *policy);
-    else if (call_name(n->data.nr) != nullptr)
-      v = judge_pid(*n, *policy);
+    else if (auto* call = pid_call_of(n->data.nr))
+      v = judge_pid(*n, *call, *policy);
     else
       v = judge_write(*n, *policy);
     // What was read belongs to the caller only while it still waits.
