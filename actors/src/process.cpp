@@ -331,6 +331,11 @@ void child_exited(self_ptr self) {
       st.p.rt->reaper()->track_group(pgid);
       st.p.rt->reaper()->reap_now();
     }
+    // Its cgroup serves the session's next execution once empty; not while
+    // a timeout's or a cancel's stop may still kill what is in it (that
+    // stop removes it), nor after the session's stop (which removes it).
+    if (!st.forced)
+      st.child->return_cgroup();
   }
   maybe_finish(self);
 }

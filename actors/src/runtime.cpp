@@ -138,7 +138,8 @@ runtime::runtime(runtime_config cfg)
     // cgroups of this process's nodes: the watchdog kills them if it dies.
     static std::once_flag leftovers;
     std::call_once(leftovers, [&] { remove_dead_cgroups(cgroups_->own()); });
-    sandbox::watchdog::watch_cgroup(cgroups_->process_root());
+    cgroups_watched_
+      = sandbox::watchdog::watch_cgroup(cgroups_->process_root());
   } else {
     sandbox::log::logger()->info("node start: containment process_group ({})",
                                  containment_detail_);

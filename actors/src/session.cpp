@@ -37,6 +37,7 @@
 #include "sandbox/session_net.hpp"
 #include "sandbox/syscall_watch.hpp"
 #include "sandbox/tcp_forwarder.hpp"
+#include "sandbox/cgroup.hpp"
 #include "sandbox/uuid.hpp"
 #include "sandbox/validation.hpp"
 #include "weak_send.hpp"
@@ -101,6 +102,9 @@ struct session_state {
   /// This actor, for reactor callbacks (set when it starts).
   std::optional<weak_target> self_target;
   std::shared_ptr<running_groups> running = std::make_shared<running_groups>();
+  /// The cgroups of its ended executions, kept for the next ones (the
+  /// cgroup mode).
+  std::shared_ptr<cgroup_pool> cgroups = std::make_shared<cgroup_pool>();
   /// The placeholders over a contained session's denied paths (its reads
   /// are reported); they go after the namespaces that mount them.
   std::unique_ptr<read_guard::cover> read_cover;
@@ -127,6 +131,7 @@ struct session_state {
   ~session_state() {
     if (stopped || !p.rt)
       return;
+    cgroups->close();
     std::vector<pid_t> own;
     for (auto& [addr, c] : children)
       own.push_back(c.pid);
@@ -558,10 +563,15 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   // §1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
-  auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
-  if (!cgroup)
-    return cgroup.error();
-  spec->cgroup = std::move(*cgroup);
+  spec->cgroup = st.cgroups->take();
+  if (spec->cgroup.empty()) {
+    auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
+    if (!cgroup)
+      return cgroup.error();
+    spec->cgroup = std::move(*cgroup);
+  }
+  if (!spec->cgroup.empty())
+    spec->cgroup_reuse = st.cgroups;
   if (auto ok = ensure_contained(st); !ok)
     return ok.error();
   if (st.contained) {
@@ -578,8 +588,11 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
       c.join_cgroups[i] = join[i];
   }
   launch_window window{st};
+  // The watchdog kills the node's cgroups: a child born in one needs no
+  // record of its group.
   auto child = st.p.rt->reaper()->launch_owned(
-    [&] { return child_process::start(st.p.rt->reactor(), *spec); });
+    [&] { return child_process::start(st.p.rt->reactor(), *spec); },
+    spec->cgroup.empty() || !st.p.rt->cgroups_watched());
   if (!child)
     return child.error();
   process_params params;
@@ -669,6 +682,8 @@ void maybe_complete_stop(self_ptr self) {
 void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
+  // Its sweep removes its cgroups, those of ended executions too.
+  st.cgroups->close();
   // Nothing reaches the session's servers, nor leaves it, from now on.
   stop_network(st);
   if (st.files) {

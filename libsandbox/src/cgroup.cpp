@@ -324,6 +324,43 @@ bool remove_if_empty(const std::string& dir) {
 
 } // namespace
 
+std::string cgroup_pool::take() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (idle_.empty())
+    return {};
+  auto dir = std::move(idle_.back());
+  idle_.pop_back();
+  return dir;
+}
+
+void cgroup_pool::give_back(const std::string& dir) {
+  // Nothing can enter an empty cgroup but by an explicit move, which no
+  // process of the session may make (the directory is the node's): empty
+  // now, it stays empty until the next execution is born in it.
+  auto populated = cgroup_populated(dir);
+  if (!populated || *populated)
+    return;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (!closed_ && idle_.size() < cap_) {
+      idle_.push_back(dir);
+      return;
+    }
+  }
+  ::rmdir(dir.c_str());
+}
+
+void cgroup_pool::close() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  closed_ = true;
+  idle_.clear();
+}
+
+size_t cgroup_pool::idle() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return idle_.size();
+}
+
 size_t remove_dead_cgroups(const std::string& own) {
   size_t removed = 0;
   for (auto& dir : children_of(own)) {

@@ -41,6 +41,7 @@ child_process::start(reactor& r, const launch_spec& spec) {
   auto& c = *launched;
   std::shared_ptr<child_process> self{new child_process(r, c.pid)};
   self->cgroup_ = spec.cgroup;
+  self->cgroup_reuse_ = spec.cgroup_reuse;
   self->out_.fd.assign(c.stdout_r.release());
   self->err_.fd.assign(c.stderr_r.release());
   self->out_.fd.non_blocking(true);
@@ -99,11 +100,17 @@ void child_process::release() {
   // After the reap, never before: until then the pid is ours and no other
   // child can reuse it, and the reaper must not steal the zombie.
   if (owned_)
-    reaper::release_owned(pid_);
+    reaper::release_owned(pid_, group_watched_);
   // The execution's cgroup goes with its last process; a background
-  // descendant still in it keeps it (EBUSY) until the session's stop.
-  if (!cgroup_.empty())
+  // descendant still in it keeps it (EBUSY) until the session's stop. One
+  // that a pool may reuse is its owner's to give back (`return_cgroup`).
+  if (!cgroup_.empty() && !cgroup_reuse_)
     ::rmdir(cgroup_.c_str());
+}
+
+void child_process::return_cgroup() {
+  if (!cgroup_.empty() && cgroup_reuse_)
+    cgroup_reuse_->give_back(cgroup_);
 }
 
 namespace {

@@ -140,7 +140,8 @@ std::shared_mutex& launch_gate() {
 } // namespace
 
 result<std::shared_ptr<child_process>> reaper::launch_owned(
-  const std::function<result<std::shared_ptr<child_process>>()>& launch) {
+  const std::function<result<std::shared_ptr<child_process>>()>& launch,
+  bool watch_group) {
   std::shared_lock<std::shared_mutex> launching{launch_gate()};
   auto child = launch();
   if (child && (*child)->pid() > 0) {
@@ -150,15 +151,20 @@ result<std::shared_ptr<child_process>> reaper::launch_owned(
     own_set().insert((*child)->pid());
     (*child)->owned_ = true;
     // The child leads a process group of its own.
-    watchdog::watch_group((*child)->pid());
+    if (watch_group) {
+      (*child)->group_watched_ = true;
+      watchdog::watch_group((*child)->pid());
+    }
   }
   return child;
 }
 
-void reaper::release_owned(pid_t pid) {
+void reaper::release_owned(pid_t pid, bool group_watched) {
   std::lock_guard<std::mutex> guard{own_mutex()};
   if (auto i = own_set().find(pid); i != own_set().end())
     own_set().erase(i);
+  if (!group_watched)
+    return;
   // Under the lock: a new child that reuses the id is launched (and
   // watched) either before this check, which then finds its group, or
   // after the record that forgets the old one.

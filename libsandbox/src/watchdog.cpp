@@ -404,30 +404,31 @@ watchdog::lease::~lease() {
   s.cgroups.clear();
 }
 
-void watchdog::watch_cgroup(const std::string& dir) {
+bool watchdog::watch_cgroup(const std::string& dir) {
   auto& s = shared();
   std::lock_guard<std::mutex> guard{s.mtx};
   if (s.fd < 0)
-    return;
+    return false;
   if (dir.empty() || dir.front() != '/' || dir.size() > max_dir
       || dir.find('\0') != std::string::npos) {
     log::logger()->warn(
       "the watchdog cannot watch cgroup {}: not an absolute path "
       "of at most {} bytes",
       dir, max_dir);
-    return;
+    return false;
   }
   if (std::find(s.cgroups.begin(), s.cgroups.end(), dir) != s.cgroups.end())
-    return;
+    return true;
   if (s.cgroups.size() >= max_cgroups) {
     log::logger()->warn(
       "the watchdog cannot watch cgroup {}: it watches {} already", dir,
       max_cgroups);
-    return;
+    return false;
   }
   s.cgroups.push_back(dir);
   std::string rec = rec_watch_cgroup + dir;
   send_record(s, rec.data(), rec.size());
+  return true;
 }
 
 void watchdog::forget_cgroup(const std::string& dir) {

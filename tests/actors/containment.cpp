@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 
@@ -208,27 +209,59 @@ CAF_TEST(an escaper is gone after stop and no cgroup is left) {
   CAF_CHECK_EQUAL(processes_running(sleep).size(), 0u);
 }
 
-CAF_TEST(a finished execution leaves no cgroup behind) {
+CAF_TEST(executions one after another share one cgroup) {
   if (!m)
     return;
   auto s = m->make_session();
-  for (int i = 0; i < 3; ++i)
-    SANDBOX_REQUIRE_OK(s.execute("true"));
   auto info = s.info();
   SANDBOX_REQUIRE_OK(info);
   auto session_cgroup = m->node->rt()->session_cgroup(info->id);
-  // Each execution's cgroup went with its last process. A contained
-  // session's init holds one of its own (`init`) until the stop.
-  std::string left;
-  if (auto* d = ::opendir(session_cgroup.c_str())) {
-    while (auto* e = ::readdir(d))
-      if (e->d_type == DT_DIR && e->d_name[0] != '.')
-        left += std::string{left.empty() ? "" : " "} + e->d_name;
-    ::closedir(d);
+  // The sorted names of the session's cgroups.
+  auto cgroups = [&] {
+    std::vector<std::string> names;
+    if (auto* d = ::opendir(session_cgroup.c_str())) {
+      while (auto* e = ::readdir(d))
+        if (e->d_type == DT_DIR && e->d_name[0] != '.')
+          names.emplace_back(e->d_name);
+      ::closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    std::string out;
+    for (auto& n : names)
+      out += (out.empty() ? "" : " ") + n;
+    return out;
+  };
+  // Each execution's cgroup is empty once its process is gone, and the
+  // next execution is born in it: one directory, whatever the count. A
+  // contained session's init holds one of its own (`init`) until the stop.
+  auto init = sandbox::test::contained_run() ? std::string{" init"}
+                                             : std::string{};
+  SANDBOX_REQUIRE_OK(s.execute("true"));
+  auto first = cgroups();
+  CAF_CHECK_EQUAL(first.rfind("e-", 0), 0u);
+  CAF_CHECK_EQUAL(first.find(' '), init.empty() ? std::string::npos
+                                                : first.find(init));
+  auto name = first.substr(0, first.find(' '));
+  for (int i = 0; i < 3; ++i) {
+    auto r = s.execute("cat /proc/self/cgroup");
+    SANDBOX_REQUIRE_OK(r);
+    CAF_CHECK_NOT_EQUAL(r->stdout_data.find("/" + name + "\n"),
+                        std::string::npos);
   }
-  CAF_CHECK_EQUAL(left, sandbox::test::contained_run() ? "init" : "");
+  CAF_CHECK_EQUAL(cgroups(), first);
+  // A cgroup that a background process still holds is not used again.
+  auto sleep = unique_sleep();
+  SANDBOX_REQUIRE_OK(s.execute("sleep " + sleep + " >/dev/null 2>&1 &"));
+  auto r = s.execute("cat /proc/self/cgroup");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data.find("/" + name + "\n"), std::string::npos);
+  auto now = cgroups();
+  CAF_CHECK_NOT_EQUAL(now, first);
+  CAF_CHECK_EQUAL(std::count(now.begin(), now.end(), ' '),
+                  init.empty() ? 1 : 2);
   SANDBOX_REQUIRE_OK(s.stop());
   CAF_CHECK(!exists(session_cgroup));
+  CAF_CHECK_EQUAL(processes_running(sleep).size(), 0u);
 }
 
 CAF_TEST(a launch that fails leaves no cgroup behind) {

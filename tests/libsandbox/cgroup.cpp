@@ -298,3 +298,49 @@ CAF_TEST(kill and remove ends a tree that left its process group) {
       if (e.pid == pid)
         CAF_CHECK(e.zombie());
 }
+
+CAF_TEST(a pool keeps empty cgroups and leaves busy ones) {
+  auto tree = tree_or_skip();
+  if (!tree)
+    return;
+  sandbox::cgroup_pool pool{1};
+  CAF_CHECK_EQUAL(pool.take(), "");
+  auto first = tree->make_execution("pool", 1);
+  auto second = tree->make_execution("pool", 2);
+  auto busy = tree->make_execution("pool", 3);
+  SANDBOX_REQUIRE_OK(first);
+  SANDBOX_REQUIRE_OK(second);
+  SANDBOX_REQUIRE_OK(busy);
+  // An execution that ended with nothing left: kept, and handed out again.
+  auto [out, status] = run([&] {
+    auto spec = shell("true");
+    spec.cgroup = *first;
+    return spec;
+  }());
+  CAF_CHECK(WIFEXITED(status));
+  pool.give_back(*first);
+  CAF_CHECK_EQUAL(pool.idle(), 1u);
+  // Full: an empty one goes.
+  pool.give_back(*second);
+  CAF_CHECK_EQUAL(pool.idle(), 1u);
+  CAF_CHECK(!exists(*second));
+  // One that a background process holds stays, outside the pool.
+  auto spec = shell("(sleep 300 >/dev/null 2>&1 &); echo started");
+  spec.cgroup = *busy;
+  auto [started, st2] = run(spec);
+  CAF_CHECK_EQUAL(started, "started\n");
+  CAF_CHECK(pool.take() == *first);
+  pool.give_back(*busy);
+  CAF_CHECK_EQUAL(pool.idle(), 0u);
+  CAF_CHECK(exists(*busy));
+  // Closed (the session stops): nothing is kept, an empty one goes.
+  pool.close();
+  pool.give_back(*first);
+  CAF_CHECK_EQUAL(pool.idle(), 0u);
+  CAF_CHECK(!exists(*first));
+  // A directory already gone is forgotten.
+  pool.give_back(*second);
+  CAF_CHECK_EQUAL(pool.idle(), 0u);
+  SANDBOX_CHECK_OK(sandbox::cgroup_kill_and_remove(tree->session_path("pool"),
+                                                   std::chrono::seconds{5}));
+}

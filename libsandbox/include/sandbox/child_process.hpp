@@ -91,10 +91,18 @@ public:
   }
 
   /// The cgroup the child was born in (`launch_spec::cgroup`); empty in
-  /// the process-group mode. Removed, if empty, once the child is reaped.
+  /// the process-group mode. Removed, if empty, once the child is reaped;
+  /// with a `launch_spec::cgroup_reuse`, its owner gives it back instead
+  /// (`return_cgroup`).
   const std::string& cgroup() const noexcept {
     return cgroup_;
   }
+
+  /// After the reap, when nothing ends the child's tree from outside (a
+  /// cancel's kill stage could otherwise meet the next execution born in
+  /// the cgroup): gives the cgroup to `launch_spec::cgroup_reuse`, which
+  /// keeps it if it is empty. Thread-safe; call once.
+  void return_cgroup();
 
   /// The listener of a contained command's seccomp filter (see
   /// `launched_child::watch_listener`), handed over once; empty otherwise.
@@ -176,6 +184,7 @@ private:
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   pid_t pid_;
   std::string cgroup_;
+  std::shared_ptr<cgroup_pool> cgroup_reuse_;
   unique_fd watch_listener_;
   child_events events_;
   /// The output kept when nobody streams (no `on_output`); null
@@ -199,8 +208,10 @@ private:
   /// any thread, never interleave (see `on_pidfd_ready`).
   mutable std::mutex reap_mutex_;
   bool reaped_ = false;
-  /// Registered by `reaper::launch_owned` before the object is shared.
+  /// Registered by `reaper::launch_owned` before the object is shared
+  /// (and its group watched by the watchdog, or not).
   bool owned_ = false;
+  bool group_watched_ = false;
 };
 
 } // namespace sandbox

@@ -14,6 +14,8 @@ struct sock_fprog;
 
 namespace sandbox {
 
+class cgroup_pool;
+
 /// What a command of a contained session enters before its exec
 /// (isolation.hpp). `ns_pidfd` -1: an uncontained launch.
 struct launch_containment {
@@ -55,6 +57,10 @@ struct launch_spec {
   /// A cgroup v2 directory the child is born in (`CLONE_INTO_CGROUP`);
   /// empty: the launcher's own cgroup.
   std::string cgroup;
+  /// Where `cgroup` goes once the child was reaped and its owner is done
+  /// with it (`child_process::return_cgroup`); null: removed at the reap if
+  /// empty.
+  std::shared_ptr<cgroup_pool> cgroup_reuse;
   /// Enter a contained session (see `launch`).
   launch_containment contain;
 };

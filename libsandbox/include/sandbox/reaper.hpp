@@ -61,17 +61,20 @@ public:
   /// its destructor), so the registry holds only children that are not
   /// reaped yet. The registry is process-wide: several nodes in one process
   /// never steal each other's children. The child's process group is
-  /// watched by the `watchdog` (one record); it is forgotten again once the
-  /// group is found empty.
+  /// watched by the `watchdog` (one record) unless `watch_group` is false
+  /// (a child born in a cgroup the watchdog watches already); it is
+  /// forgotten again once the group is found empty.
   /// @returns what `launch` returns.
   static result<std::shared_ptr<child_process>> launch_owned(
-    const std::function<result<std::shared_ptr<child_process>>()>& launch);
+    const std::function<result<std::shared_ptr<child_process>>()>& launch,
+    bool watch_group = true);
 
   /// The launcher of `pid` has reaped it: forgets one registration of
-  /// `pid` (and tells the watchdog when its group has no member left). Called
-  /// by `child_process`; a registration made for a new child that reuses the
-  /// pid in the meantime is kept.
-  static void release_owned(pid_t pid);
+  /// `pid` (and, if `launch_owned` watched its group, tells the watchdog
+  /// when the group has no member left). Called by `child_process`; a
+  /// registration made for a new child that reuses the pid in the
+  /// meantime is kept.
+  static void release_owned(pid_t pid, bool group_watched);
 
   /// Returns how many launched children are registered as owned and not
   /// reaped yet, in the whole process.

@@ -54,7 +54,9 @@ public:
   /// process of that cgroup and of its descendants). `dir` is absolute and
   /// shorter than 4000 bytes; a directory watched already is not added
   /// twice. Logs a warning when the table is full or `dir` is unusable.
-  static void watch_cgroup(const std::string& dir);
+  /// Returns whether `dir` is watched now (false also when no watchdog
+  /// runs).
+  static bool watch_cgroup(const std::string& dir);
 
   /// Stops watching `dir` (it was removed, or the node ended it itself).
   static void forget_cgroup(const std::string& dir);

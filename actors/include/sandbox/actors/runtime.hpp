@@ -186,6 +186,12 @@ public:
     return cgroups_.get();
   }
 
+  /// Whether the watchdog ends the node's cgroups if the process dies: a
+  /// child born in one needs no process-group record of its own.
+  bool cgroups_watched() const noexcept {
+    return cgroups_watched_;
+  }
+
   /// The cgroup of session `id`; empty in the process-group mode.
   std::string session_cgroup(const std::string& id) const;
 
@@ -214,6 +220,7 @@ private:
   /// The cgroup mode's tree; null in the process-group mode. Destroyed
   /// after the reactor: its destructor ends what is left of the sessions.
   std::unique_ptr<sandbox::cgroup_tree> cgroups_;
+  bool cgroups_watched_ = false;
   std::string containment_detail_;
   std::unique_ptr<sandbox::reactor> reactor_;
   std::shared_ptr<sandbox::reaper> reaper_;
