@@ -239,8 +239,8 @@ CAF_TEST(executions one after another share one cgroup) {
   SANDBOX_REQUIRE_OK(s.execute("true"));
   auto first = cgroups();
   CAF_CHECK_EQUAL(first.rfind("e-", 0), 0u);
-  CAF_CHECK_EQUAL(first.find(' '), init.empty() ? std::string::npos
-                                                : first.find(init));
+  CAF_CHECK_EQUAL(first.find(' '),
+                  init.empty() ? std::string::npos : first.find(init));
   auto name = first.substr(0, first.find(' '));
   for (int i = 0; i < 3; ++i) {
     auto r = s.execute("cat /proc/self/cgroup");
