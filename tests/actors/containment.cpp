@@ -264,6 +264,35 @@ CAF_TEST(executions one after another share one cgroup) {
   CAF_CHECK_EQUAL(processes_running(sleep).size(), 0u);
 }
 
+CAF_TEST(the cgroup of an execution ended by a timeout is not used again) {
+  if (!m)
+    return;
+  auto s = m->make_session();
+  auto where = [&](const exec_options& opts = {}) {
+    auto r = s.execute("cat /proc/self/cgroup; sleep 0.2; sleep 30", opts);
+    if (!r)
+      return std::string{};
+    auto& out = r->stdout_data;
+    auto slash = out.rfind('/');
+    return slash == std::string::npos
+             ? std::string{}
+             : out.substr(slash + 1, out.find('\n', slash) - slash - 1);
+  };
+  exec_options opts;
+  opts.timeout = std::chrono::milliseconds{100};
+  auto first = where(opts);
+  CAF_CHECK_EQUAL(first.rfind("e-", 0), 0u);
+  // The timeout's stop killed and removed it: the next execution cannot
+  // meet (nor be killed by) that stop in it.
+  auto r = s.execute("cat /proc/self/cgroup");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data.find("/" + first + "\n"), std::string::npos);
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  CAF_CHECK(!exists(m->node->rt()->session_cgroup(info->id) + "/" + first));
+  SANDBOX_REQUIRE_OK(s.stop());
+}
+
 CAF_TEST(a launch that fails leaves no cgroup behind) {
   if (!m)
     return;
