@@ -103,8 +103,8 @@ struct session_state {
   std::optional<weak_target> self_target;
   std::shared_ptr<running_groups> running = std::make_shared<running_groups>();
   /// The cgroups of its ended executions, kept for the next ones (the
-  /// cgroup mode).
-  std::shared_ptr<cgroup_pool> cgroups = std::make_shared<cgroup_pool>();
+  /// cgroup mode; made at the first execution, not in idle sessions).
+  std::shared_ptr<cgroup_pool> cgroups;
   /// The placeholders over a contained session's denied paths (its reads
   /// are reported); they go after the namespaces that mount them.
   std::unique_ptr<read_guard::cover> read_cover;
@@ -114,8 +114,9 @@ struct session_state {
   /// Its memory and process limits (with the contained session).
   std::shared_ptr<session_limits> cgroup_limits;
   /// What its executions and file operations were refused or hit, oldest
-  /// first (at most `max_session_violations`).
-  std::deque<violation> violations;
+  /// first (at most `max_session_violations`). A vector: a deque allocates
+  /// its map and a first block (about 600 bytes) in every idle session.
+  std::vector<violation> violations;
   /// A contained session's forwarders: the host's leased port into the
   /// session, and each allowed destination out of it. Stopping one closes
   /// its sockets at once.
@@ -131,7 +132,8 @@ struct session_state {
   ~session_state() {
     if (stopped || !p.rt)
       return;
-    cgroups->close();
+    if (cgroups)
+      cgroups->close();
     std::vector<pid_t> own;
     for (auto& [addr, c] : children)
       own.push_back(c.pid);
@@ -563,15 +565,19 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   // §1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
-  spec->cgroup = st.cgroups->take();
+  if (st.cgroups)
+    spec->cgroup = st.cgroups->take();
   if (spec->cgroup.empty()) {
     auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
     if (!cgroup)
       return cgroup.error();
     spec->cgroup = std::move(*cgroup);
   }
-  if (!spec->cgroup.empty())
+  if (!spec->cgroup.empty()) {
+    if (!st.cgroups)
+      st.cgroups = std::make_shared<cgroup_pool>();
     spec->cgroup_reuse = st.cgroups;
+  }
   if (auto ok = ensure_contained(st); !ok)
     return ok.error();
   if (st.contained) {
@@ -683,7 +689,8 @@ void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
   // Its sweep removes its cgroups, those of ended executions too.
-  st.cgroups->close();
+  if (st.cgroups)
+    st.cgroups->close();
   // Nothing reaches the session's servers, nor leaves it, from now on.
   stop_network(st);
   if (st.files) {
@@ -870,7 +877,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                             to_string(x.kind), x.detail);
         v.push_back(std::move(x));
         if (v.size() > max_session_violations)
-          v.pop_front();
+          v.erase(v.begin());
       }
     },
     [self](ended_atom, const stop_receipt& receipt) {
