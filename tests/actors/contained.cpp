@@ -6,6 +6,7 @@
 // fail from inside. Skipped, with the reason, only where the host cannot
 // give contained sessions at all.
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -68,9 +69,16 @@ struct host_helper {
   pid_t pid = -1;
   host_helper() {
     const char* argv[] = {"sleep", "300", nullptr};
-    if (::posix_spawn(&pid, "/bin/sleep", nullptr, nullptr,
-                      const_cast<char* const*>(argv), environ)
-        != 0)
+    // Not on the test's output: if the test program dies without this
+    // destructor, ctest does not wait for the helper to let go of its pipe.
+    posix_spawn_file_actions_t io;
+    ::posix_spawn_file_actions_init(&io);
+    for (int fd : {0, 1, 2})
+      ::posix_spawn_file_actions_addopen(&io, fd, "/dev/null", O_RDWR, 0);
+    auto rc = ::posix_spawn(&pid, "/bin/sleep", &io, nullptr,
+                            const_cast<char* const*>(argv), environ);
+    ::posix_spawn_file_actions_destroy(&io);
+    if (rc != 0)
       throw std::runtime_error("posix_spawn sleep");
   }
   bool alive() const {
