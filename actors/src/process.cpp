@@ -58,8 +58,6 @@ struct process_state {
   std::optional<exec_result> from_reactor;
   /// The child was reaped and both its streams ended (one report).
   bool exited = false;
-  /// Its cgroup went back to the session's pool (`child_exited`).
-  bool cgroup_returned = false;
   int status = 0;
   /// The exit status could not be collected: every `wait` gets this error
   /// instead of a result.
@@ -336,10 +334,8 @@ void child_exited(self_ptr self) {
     // Its cgroup serves the session's next execution once empty; not while
     // a timeout's or a cancel's stop may still kill what is in it (that
     // stop removes it), nor after the session's stop (which removes it).
-    if (!st.forced) {
+    if (!st.forced)
       st.child->return_cgroup();
-      st.cgroup_returned = true;
-    }
   }
   maybe_finish(self);
 }
@@ -358,8 +354,9 @@ void end_execution(self_ptr self, exit_reason why) {
   }
   auto pid = st.child->pid();
   auto q = executions_query({pid}, {}, st.p.marker_prefix);
-  // A cgroup given back was empty: the next execution may be in it now.
-  if (!st.cgroup_returned)
+  // Once exited (and not forced, or this stop would not run), the cgroup
+  // went back empty (`child_exited`): the next execution may be in it now.
+  if (!st.exited)
     q.cgroup = st.child->cgroup();
   q.log_tag = fmt::format("{}", log::tag{st.p.session_id, st.p.exec});
   log::logger()->debug("{} {}: stopping pid {} and its descendants", q.log_tag,

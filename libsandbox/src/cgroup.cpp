@@ -347,7 +347,7 @@ void cgroup_pool::give_back(const std::string& dir) {
       return;
     }
   }
-  ::rmdir(dir.c_str());
+  (void) remove_if_empty(dir);
 }
 
 void cgroup_pool::close() {

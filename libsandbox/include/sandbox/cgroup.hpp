@@ -73,7 +73,7 @@ size_t remove_dead_cgroups(const std::string& own);
 /// executions: a directory is made once and used by one execution after
 /// another, where a mkdir and an rmdir per execution cost the node about
 /// 45 µs of kernel time (and the kernel more, later, in its workers).
-/// Executions end on reactor threads and start on the session's actor:
+/// Executions end on their process actors and start on the session's:
 /// thread-safe.
 class cgroup_pool {
 public:
