@@ -133,10 +133,13 @@ double percentile(std::vector<double> xs, double q);
 /// included): unlike RSS, not hidden by memory freed earlier and reused.
 uint64_t heap_in_use();
 
-/// CPU seconds used so far by this process and by its reaped children.
+/// CPU seconds used so far by this process and by its reaped children,
+/// and the context switches of this process's threads (voluntary and
+/// involuntary): each hand-over to a sleeping thread costs one.
 struct cpu_time {
   double self = 0;
   double children = 0;
+  double switches = 0;
 };
 
 /// Reads getrusage for this process and its children.

@@ -48,6 +48,7 @@ inline void merge(load_result& a, const load_result& b) {
   a.seconds += b.seconds;
   a.cpu.self += b.cpu.self;
   a.cpu.children += b.cpu.children;
+  a.cpu.switches += b.cpu.switches;
   a.latencies_ms.insert(a.latencies_ms.end(), b.latencies_ms.begin(),
                         b.latencies_ms.end());
 }
@@ -59,10 +60,15 @@ inline std::string exec_note(const load_result& ours, const load_result& base,
                              std::string_view base_name = "raw") {
   auto [ours_self, ours_kids] = ours.cpu_per_op_us();
   auto [base_self, base_kids] = base.cpu_per_op_us();
+  auto per_op = [](const load_result& r) {
+    return r.ops > 0 ? r.cpu.switches / static_cast<double>(r.ops) : 0.0;
+  };
   auto note = fmt::format("CPU/exec node+children: {} {:.0f}+{:.0f} us, "
-                          "{} {:.0f}+{:.0f} us",
+                          "{} {:.0f}+{:.0f} us; thread switches/exec: {} "
+                          "{:.1f}, {} {:.1f}",
                           ours_name, ours_self, ours_kids, base_name, base_self,
-                          base_kids);
+                          base_kids, ours_name, per_op(ours), base_name,
+                          per_op(base));
   if (ours.errors > 0 || base.errors > 0)
     note += fmt::format("; errors: {} {}, {} {}", ours_name, ours.errors,
                         base_name, base.errors);
@@ -125,7 +131,8 @@ load_result drive(size_t concurrency, double seconds, bool record, Op op) {
   load_result out;
   out.seconds = seconds_since(start);
   auto cpu1 = cpu_now();
-  out.cpu = {cpu1.self - cpu0.self, cpu1.children - cpu0.children};
+  out.cpu = {cpu1.self - cpu0.self, cpu1.children - cpu0.children,
+             cpu1.switches - cpu0.switches};
   for (auto& part : parts) {
     out.ops += part.ops;
     out.errors += part.errors;

@@ -83,7 +83,8 @@ cpu_time cpu_now() {
   rusage children{};
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
-  return {secs(self), secs(children)};
+  return {secs(self), secs(children),
+          static_cast<double>(self.ru_nvcsw + self.ru_nivcsw)};
 }
 
 struct peak_meter::impl {
