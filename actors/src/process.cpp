@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 
 #include <caf/actor_system.hpp>
+#include <caf/default_attachable.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_response_promise.hpp>
 
@@ -283,6 +284,13 @@ void maybe_finish(self_ptr self) {
     if (!r.violations.empty())
       self->send(session, violations_atom_v, r.violations);
     self->send(session, exited_atom_v);
+    // That was all the session needs of an execution's actor (it forgets
+    // the child at `exited`): its end sends the session no `down`. A
+    // spawned process's actor stays monitored (the session holds its
+    // handle for `wait` until the actor is gone).
+    if (!st.p.spawned)
+      self->detach(caf::default_attachable::observe_token{
+        st.p.session, caf::default_attachable::monitor});
   }
   // An execution's actor quits once its result went to the requester; the
   // `wait` the session delegated may still be on its way (the child can
@@ -577,6 +585,12 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
 
 process_actor_impl spawn_process(caf::actor_system& sys,
                                  process_params params) {
+  // An execution's actor gets its `wait` at once (the session delegates
+  // the caller's request to it): it starts with that message, scheduled
+  // once. A spawned process's actor may wait for its first message, so it
+  // starts now.
+  if (!params.spawned)
+    return sys.spawn<caf::lazy_init>(process_behavior, std::move(params));
   return sys.spawn(process_behavior, std::move(params));
 }
 

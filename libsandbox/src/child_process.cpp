@@ -56,19 +56,21 @@ child_process::start(reactor& r, const launch_spec& spec) {
 }
 
 void child_process::activate(child_events events) {
-  asio::post(strand_, [self = shared_from_this(),
-                       events = std::move(events)]() mutable {
-    self->events_ = std::move(events);
-    if (!self->events_.on_output) {
-      // Kept here, within the cap: nothing waits for a grant.
-      for (auto& k : self->kept_)
-        k = std::make_unique<capped_output>(self->events_.keep_cap);
-      self->out_.credit = self->err_.credit = std::numeric_limits<int>::max();
-    }
-    self->start_read(stream_kind::out);
-    self->start_read(stream_kind::err);
-    self->watch_exit();
-  });
+  // On the caller's thread, not posted: no reactor thread wakes up for it.
+  // Everything the strand's handlers read is set before the first
+  // operation starts; after that each operation's handlers touch only
+  // their own stream (or the exit), and the ones that read two (the end
+  // of a stream, the exit) read state that only the strand writes.
+  events_ = std::move(events);
+  if (!events_.on_output) {
+    // Kept here, within the cap: nothing waits for a grant.
+    for (auto& k : kept_)
+      k = std::make_unique<capped_output>(events_.keep_cap);
+    out_.credit = err_.credit = std::numeric_limits<int>::max();
+  }
+  start_read(stream_kind::out);
+  start_read(stream_kind::err);
+  watch_exit();
 }
 
 child_process::child_process(reactor& r, pid_t pid)
@@ -198,6 +200,9 @@ void child_process::maybe_report_finished() {
   // Once: the callback goes with its call.
   auto report = std::move(events_.on_finished);
   events_.on_finished = nullptr;
+  // Both streams and the exit watch are closed by now; stdin may not be (a
+  // child that exits before reading it all).
+  closed_at_report_.store(!stdin_.is_open(), std::memory_order_release);
   report(std::move(*status_), std::move(k));
 }
 
@@ -358,6 +363,10 @@ void child_process::signal_group(int sig) const noexcept {
 }
 
 void child_process::shutdown() {
+  // The finished report was the strand's last use of this object (what
+  // may still run there, a cancelled linger, touches nothing else).
+  if (closed_at_report_.load(std::memory_order_acquire))
+    return;
   asio::post(strand_, [self = shared_from_this()] {
     self->events_ = child_events{};
     boost::system::error_code ignored;

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -81,7 +82,9 @@ public:
                                                       const launch_spec& spec);
 
   /// Starts reading the pipes and watching the exit; `events` receives
-  /// everything from now on.
+  /// everything from now on. Once, from the owner's thread (never a
+  /// handler of this child), before any other call: it starts the
+  /// operations there, without a post to the strand.
   void activate(child_events events);
 
   ~child_process();
@@ -128,6 +131,9 @@ public:
   /// holds no reference to this object any more. It does not kill the
   /// child: the destructor does, whenever the last reference drops (a
   /// child still running then gets SIGKILL to its group and is reaped).
+  /// After the finished report of a child with no stdin left open it posts
+  /// nothing: every descriptor is closed already, and the callbacks go with
+  /// the object.
   void shutdown();
 
 private:
@@ -204,6 +210,9 @@ private:
   std::vector<pending_write> writes_;
   bool writing_ = false;
   bool close_stdin_after_writes_ = false;
+  /// Set on the strand just before the finished report when no descriptor
+  /// is left open: `shutdown` has nothing to do on the strand.
+  std::atomic<bool> closed_at_report_{false};
   /// Guards `reaped_` so that the reap and `signal_group`, which runs on
   /// any thread, never interleave (see `on_pidfd_ready`).
   mutable std::mutex reap_mutex_;

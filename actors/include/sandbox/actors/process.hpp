@@ -56,7 +56,9 @@ process_actor_impl::behavior_type
 process_behavior(process_actor_impl::stateful_pointer<process_state> self,
                  process_params params);
 
-/// Spawns a process actor for `params`.
+/// Spawns a process actor for `params`. Unless `params.spawned`, it starts
+/// (and activates its child) with its first message: the session sends
+/// one (`wait`) at once.
 process_actor_impl spawn_process(caf::actor_system& sys, process_params params);
 
 } // namespace sandbox::actors
