@@ -4,6 +4,7 @@
 // and blocking_files): a calling thread sends a request and waits for its
 // one answer, or runs a streaming request through a relay actor.
 
+#include <memory>
 #include <utility>
 
 #include <caf/detail/type_traits.hpp>
@@ -17,6 +18,47 @@
 #include "sandbox/detail/tsan.hpp"
 
 namespace sandbox::actors::detail {
+
+struct facade_pool;
+
+/// The blocking actor of one plain request (one request, one answer):
+/// one the actor system's node keeps for such requests (an `embedded_node`
+/// keeps up to `facade_pool_size` while it lives), else one of its own.
+/// A kept actor goes back once the answer came; one that asked a remote
+/// actor does not (the guard's monitor may leave a message behind), and
+/// is never taken from the pool.
+class facade_actor {
+public:
+  facade_actor(caf::actor_system& sys, bool remote);
+  ~facade_actor();
+
+  facade_actor(const facade_actor&) = delete;
+  facade_actor& operator=(const facade_actor&) = delete;
+
+  caf::scoped_actor& operator*() noexcept {
+    return *self_;
+  }
+
+private:
+  std::shared_ptr<facade_pool> pool_;
+  std::unique_ptr<caf::scoped_actor> self_;
+};
+
+/// Idle blocking actors an `embedded_node` keeps for its facades.
+inline constexpr size_t facade_pool_size = 64;
+
+/// Makes `sys`'s pool (its node keeps facade actors from now on).
+void open_facade_pool(caf::actor_system& sys);
+
+/// Ends `sys`'s pool: its idle actors end now, the ones in use when they
+/// come back. Before the actor system waits for its actors.
+void close_facade_pool(caf::actor_system& sys);
+
+/// Whether `dest` lives on another node than `sys`.
+template <class Handle>
+bool is_remote(caf::actor_system& sys, const Handle& dest) {
+  return dest && dest.node() != sys.node();
+}
 
 /// Sends `xs...` to `dest` from `self` and waits for one answer of type `T`.
 /// A failed request becomes its sandbox error (see `from_caf`).
@@ -56,7 +98,8 @@ struct reply_to_result<R, F, caf::detail::type_list<Args...>> {
 template <class R, class Handle, class F, class... Ts>
 result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f, Ts&&... xs) {
   using args = typename caf::detail::get_callable_trait<F>::arg_types;
-  caf::scoped_actor self{sys};
+  facade_actor actor{sys, is_remote(sys, dest)};
+  auto& self = *actor;
   result<R> out = sandbox::error{errc::aborted, "no answer"};
   sandbox::detail::tsan_release_handover();
   auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
@@ -68,11 +111,11 @@ result<R> ask_map(caf::actor_system& sys, const Handle& dest, F f, Ts&&... xs) {
   return out;
 }
 
-/// As `ask_as`, from a scoped actor of its own.
+/// As `ask_as`, from a facade actor (see `facade_actor`).
 template <class T, class Handle, class... Ts>
 result<T> ask(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
-  caf::scoped_actor self{sys};
-  return ask_as<T>(self, dest, std::forward<Ts>(xs)...);
+  facade_actor self{sys, is_remote(sys, dest)};
+  return ask_as<T>(*self, dest, std::forward<Ts>(xs)...);
 }
 
 /// As `ask_as`, for requests answered with an `Ack` atom (`ok_atom` or
@@ -89,11 +132,11 @@ result<void> ask_ack(caf::scoped_actor& self, const Handle& dest, Ts&&... xs) {
   return out;
 }
 
-/// As `ask_ack` for `ok_atom`, from a scoped actor of its own.
+/// As `ask_ack` for `ok_atom`, from a facade actor (see `facade_actor`).
 template <class Handle, class... Ts>
 result<void> ask_ok(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
-  caf::scoped_actor self{sys};
-  return ask_ack<ok_atom>(self, dest, std::forward<Ts>(xs)...);
+  facade_actor self{sys, is_remote(sys, dest)};
+  return ask_ack<ok_atom>(*self, dest, std::forward<Ts>(xs)...);
 }
 
 /// Makes a streaming request on behalf of `self`: the calling thread is the

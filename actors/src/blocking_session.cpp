@@ -1,6 +1,9 @@
 #include "sandbox/actors/blocking_session.hpp"
 
+#include <map>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include <caf/scoped_actor.hpp>
 #include <fmt/format.h>
@@ -14,6 +17,87 @@
 
 namespace sandbox::actors {
 
+namespace detail {
+
+struct facade_pool {
+  std::mutex mtx;
+  bool closed = false;
+  std::vector<std::unique_ptr<caf::scoped_actor>> idle;
+};
+
+namespace {
+
+/// The pools of the actor systems whose nodes keep facade actors.
+struct facade_pools {
+  std::mutex mtx;
+  std::map<caf::actor_system*, std::shared_ptr<facade_pool>> by_system;
+
+  static facade_pools& get() {
+    static facade_pools pools;
+    return pools;
+  }
+
+  std::shared_ptr<facade_pool> find(caf::actor_system* sys) {
+    std::lock_guard<std::mutex> guard{mtx};
+    auto i = by_system.find(sys);
+    return i == by_system.end() ? nullptr : i->second;
+  }
+};
+
+} // namespace
+
+void open_facade_pool(caf::actor_system& sys) {
+  auto& pools = facade_pools::get();
+  std::lock_guard<std::mutex> guard{pools.mtx};
+  pools.by_system[&sys] = std::make_shared<facade_pool>();
+}
+
+void close_facade_pool(caf::actor_system& sys) {
+  std::shared_ptr<facade_pool> pool;
+  {
+    auto& pools = facade_pools::get();
+    std::lock_guard<std::mutex> guard{pools.mtx};
+    auto i = pools.by_system.find(&sys);
+    if (i == pools.by_system.end())
+      return;
+    pool = std::move(i->second);
+    pools.by_system.erase(i);
+  }
+  std::vector<std::unique_ptr<caf::scoped_actor>> idle;
+  {
+    std::lock_guard<std::mutex> guard{pool->mtx};
+    pool->closed = true;
+    idle.swap(pool->idle);
+  }
+  // The actors end here, outside the lock.
+}
+
+facade_actor::facade_actor(caf::actor_system& sys, bool remote) {
+  if (!remote)
+    pool_ = facade_pools::get().find(&sys);
+  if (pool_) {
+    std::lock_guard<std::mutex> guard{pool_->mtx};
+    if (!pool_->idle.empty()) {
+      self_ = std::move(pool_->idle.back());
+      pool_->idle.pop_back();
+    }
+  }
+  if (!self_)
+    self_ = std::make_unique<caf::scoped_actor>(sys);
+}
+
+facade_actor::~facade_actor() {
+  if (!pool_)
+    return;
+  // The answer came (the request's one message): nothing is left in the
+  // mailbox for the next request to find.
+  std::lock_guard<std::mutex> guard{pool_->mtx};
+  if (!pool_->closed && pool_->idle.size() < facade_pool_size)
+    pool_->idle.push_back(std::move(self_));
+}
+
+} // namespace detail
+
 struct embedded_node::impl {
   system_config cfg;
   // The actor system's threads start blocking SIGPIPE; the host's thread
@@ -22,6 +106,7 @@ struct embedded_node::impl {
   caf::actor_system sys;
   explicit impl(const scheduler_config& sched) : sys(configured(cfg, sched)) {
     no_sigpipe.restore();
+    detail::open_facade_pool(sys);
   }
   static system_config& configured(system_config& cfg,
                                    const scheduler_config& sched) {
@@ -39,6 +124,8 @@ embedded_node::embedded_node(runtime_config cfg, node_config ncfg)
 embedded_node::~embedded_node() {
   // Node shutdown stops every session: nothing outlives the node.
   (void) stop_all();
+  // The facade's kept actors end before the system waits for its actors.
+  detail::close_facade_pool(impl_->sys);
   node_ = nullptr;
   // Every actor ends while the reactor may still reach it; then the gate
   // closes, so no reactor callback touches an actor (or drops its last
