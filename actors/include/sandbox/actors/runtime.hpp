@@ -49,7 +49,9 @@ struct runtime_config {
   std::string shell = "/bin/sh";
   /// Threads of the shared reactor; at least 1 (a runtime made directly
   /// with 0, never a node's, has a reactor its owner runs: sandbox::reactor).
-  size_t reactor_threads = 2;
+  /// One by default: a second thread only adds hand-overs between the two
+  /// (docs/benchmarks.md, "One reactor thread").
+  size_t reactor_threads = 1;
   /// Retained bytes per stream of a result (§9); at least 1.
   uint64_t output_cap = default_output_cap;
   /// SIGTERM, grace, SIGKILL (semantics §24): `first` a signal number, `grace`
