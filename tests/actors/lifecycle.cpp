@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
@@ -82,6 +83,35 @@ CAF_TEST(2000 spawn and wait cycles keep children and memory flat) {
   // About 15 KiB each were kept before: 30 MiB.
   SANDBOX_CHECK_MEMORY_BOUND(
     resident_bytes() - std::min(rss_before, resident_bytes()), 8u << 20);
+}
+
+CAF_TEST(
+  plain requests of the blocking facade reuse the actors the node keeps) {
+  auto& sys = node.system();
+  auto before = live_actors(sys);
+  SANDBOX_REQUIRE_OK(node.list());
+  // The call's blocking actor is kept for the next one (before, each call
+  // made a scoped actor and ended it: nothing was left).
+  CAF_CHECK_EQUAL(live_actors(sys), before + 1);
+  for (int i = 0; i < 50; ++i)
+    SANDBOX_REQUIRE_OK(node.list());
+  CAF_CHECK_EQUAL(live_actors(sys), before + 1);
+  // Callers on 4 threads at once: at most one kept actor each.
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 100; ++i)
+        if (!node.list())
+          ++failures;
+    });
+  for (auto& t : callers)
+    t.join();
+  CAF_CHECK_EQUAL(failures.load(), 0);
+  CAF_CHECK_GREATER_OR_EQUAL(live_actors(sys), before + 1);
+  CAF_CHECK_LESS_OR_EQUAL(live_actors(sys), before + 4);
+  // The node's end ends them (the fixture's node destructor waits for
+  // every actor of its system: a kept one would hang it).
 }
 
 CAF_TEST(a finished spawned process answers wait while its handle lives) {
