@@ -181,7 +181,7 @@ result<blocking_session> blocking_session::create(basic_node& node,
 result<blocking_session> blocking_session::create(caf::actor_system& sys,
                                                   const node_actor& node,
                                                   session_config cfg) {
-  if (!cfg.owner && node && node.node() != sys.node())
+  if (!cfg.owner && detail::is_remote(sys, node))
     cfg.owner = client_owner(sys);
   return ask_map<blocking_session>(
     sys, node,
