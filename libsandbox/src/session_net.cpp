@@ -349,16 +349,21 @@ result<unique_fd> listen_tcp(const sockaddr* addr, socklen_t len,
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
   if (addr->sa_family == AF_INET6)
     ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-  if (::bind(fd.get(), addr, len) != 0) {
+  // EADDRINUSE at bind: the port is taken. At listen: another socket bound
+  // it beside ours (both SO_REUSEADDR, as a port probe of another process
+  // does) and listened first. Either way the port is only unavailable.
+  auto failed = [what](const char* step) -> error {
     int err = errno;
     if (err == EADDRINUSE)
       return error{errc::port_unavailable,
                    fmt::format("cannot listen on {}: {}", what,
                                std::strerror(err))};
-    return make_errno_error(err, fmt::format("bind ({})", what));
-  }
+    return make_errno_error(err, fmt::format("{} ({})", step, what));
+  };
+  if (::bind(fd.get(), addr, len) != 0)
+    return failed("bind");
   if (::listen(fd.get(), 128) != 0)
-    return make_errno_error(errno, fmt::format("listen ({})", what));
+    return failed("listen");
   return fd;
 }
 

@@ -134,7 +134,10 @@ CAF_TEST(S18 1000 sessions created concurrently get distinct ports) {
         ports.insert(info.port);
         ids.insert(info.id);
       },
-      [&](caf::error&) { ++errors; });
+      [&](caf::error& err) {
+        if (errors++ == 0)
+          CAF_MESSAGE("first failed creation: " << error_message(err));
+      });
   CAF_CHECK_EQUAL(errors, 0);
   CAF_CHECK_EQUAL(ports.size(), 1000u);
   CAF_CHECK_EQUAL(ids.size(), 1000u);

@@ -204,4 +204,38 @@ CAF_TEST(allowlist entries are parsed and resolved and checked) {
   }
 }
 
+CAF_TEST(a port another listener holds is port_unavailable naming it) {
+  auto held = listener();
+  auto port = port_of(held.get());
+  auto addr = loopback(port);
+  auto taken = listen_tcp(reinterpret_cast<sockaddr*>(&addr), sizeof(addr),
+                          "127.0.0.1:" + std::to_string(port));
+  CAF_REQUIRE(!taken);
+  CAF_CHECK_EQUAL(taken.error().code, errc::port_unavailable);
+  CAF_CHECK_NOT_EQUAL(taken.error().message.find(std::to_string(port)),
+                      std::string::npos);
+}
+
+CAF_TEST(a port another socket only binds can still be listened on) {
+  // As a port probe of another process (port_lease) holds a port for a
+  // moment: bound with SO_REUSEADDR, not listening. Whichever of two such
+  // sockets listens first has the port; the other's listen fails with
+  // EADDRINUSE, which is port_unavailable as a failed bind is (a node
+  // moves on to its next port).
+  unique_fd probe{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  int on = 1;
+  ::setsockopt(probe.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  auto any = loopback(0);
+  CAF_REQUIRE_EQUAL(
+    ::bind(probe.get(), reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  auto port = port_of(probe.get());
+  auto addr = loopback(port);
+  auto ours = listen_tcp(reinterpret_cast<sockaddr*>(&addr), sizeof(addr),
+                         "127.0.0.1:" + std::to_string(port));
+  SANDBOX_REQUIRE_OK(ours);
+  CAF_CHECK_EQUAL(port_of(ours->get()), port);
+  CAF_CHECK_NOT_EQUAL(::listen(probe.get(), 1), 0);
+  CAF_CHECK_EQUAL(errno, EADDRINUSE);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()
