@@ -350,8 +350,9 @@ result<unique_fd> listen_tcp(const sockaddr* addr, socklen_t len,
   if (addr->sa_family == AF_INET6)
     ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
   // EADDRINUSE at bind: the port is taken. At listen: another socket bound
-  // it beside ours (both SO_REUSEADDR, as a port probe of another process
-  // does) and listened first. Either way the port is only unavailable.
+  // it beside ours (both SO_REUSEADDR, e.g. another process's node that
+  // leased the same port) and listened first. Either way the port is only
+  // unavailable.
   auto failed = [what](const char* step) -> error {
     int err = errno;
     if (err == EADDRINUSE)

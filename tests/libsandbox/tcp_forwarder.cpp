@@ -234,8 +234,10 @@ CAF_TEST(a port another socket only binds can still be listened on) {
                          "127.0.0.1:" + std::to_string(port));
   SANDBOX_REQUIRE_OK(ours);
   CAF_CHECK_EQUAL(port_of(ours->get()), port);
-  CAF_CHECK_NOT_EQUAL(::listen(probe.get(), 1), 0);
-  CAF_CHECK_EQUAL(errno, EADDRINUSE);
+  auto rc = ::listen(probe.get(), 1);
+  auto err = errno;
+  CAF_CHECK_NOT_EQUAL(rc, 0);
+  CAF_CHECK_EQUAL(err, EADDRINUSE);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
