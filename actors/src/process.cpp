@@ -44,12 +44,13 @@ struct process_deadline {
   }
 };
 
-/// State of one process actor; owned by the actor alone. The child's
-/// reactor callbacks never touch it: they only send messages.
-struct process_state {
-  static inline const char* name = "sandbox.process";
-
+/// What a process actor holds for one execution; made anew for the next
+/// one (an execution's actor serves its session's executions one after
+/// another).
+struct process_execution {
   process_params p;
+  /// An execution was given to the actor (a new one has none yet).
+  bool started = false;
   std::shared_ptr<child_process> child;
   utf8_splitter split[2];
   /// Output kept here (streamed or spawned executions); null when the
@@ -77,7 +78,6 @@ struct process_state {
   uint64_t seen_dropped = 0;
   std::vector<caf::typed_response_promise<exec_result>> waiters;
   std::map<uint64_t, caf::typed_response_promise<ok_atom>> writes;
-  uint64_t next_write = 0;
   /// The execution's timeout on the reactor. Not a delayed message: the
   /// clock would hold the actor until the deadline, long after its result.
   std::shared_ptr<process_deadline> timer;
@@ -88,6 +88,36 @@ struct process_state {
   int in_flight = 0;
   /// Reader credits (per stream) held back while `queued` is full.
   int held[2] = {0, 0};
+};
+
+/// State of one process actor; owned by the actor alone. The child's
+/// reactor callbacks never touch it: they only send messages.
+struct process_state : process_execution {
+  static inline const char* name = "sandbox.process";
+
+  /// Ids of stdin writes, never reused: a late report of an earlier
+  /// execution's write finds no promise.
+  uint64_t next_write = 0;
+  /// Violations of an execution that came before its `start` (the
+  /// session registered the actor for the child's group first).
+  std::vector<violation> ahead;
+
+  process_state() = default;
+  process_state(const process_state&) = delete;
+  process_state& operator=(const process_state&) = delete;
+
+  /// Whatever ends the actor ends its child too (CAF destroys the state
+  /// when the actor ends, on its own thread).
+  ~process_state() {
+    if (child)
+      child->shutdown();
+    process_deadline::cancel(std::move(timer));
+  }
+
+  /// Between two executions: the last one's result went out.
+  void next() {
+    static_cast<process_execution&>(*this) = process_execution{};
+  }
 };
 
 namespace {
@@ -280,21 +310,21 @@ void maybe_finish(self_ptr self) {
                        to_string(r.reason), r.exit_code);
   // The session learns first: a caller who has seen the result never finds
   // the execution still running there (its cancel key still held).
-  if (auto session = caf::actor_cast<session_actor_impl>(st.p.session)) {
+  auto session = caf::actor_cast<session_actor_impl>(st.p.session);
+  if (session) {
     if (!r.violations.empty())
       self->send(session, violations_atom_v, r.violations);
-    self->send(session, exited_atom_v);
-    // That was all the session needs of an execution's actor (it forgets
-    // the child at `exited`): its end sends the session no `down`. A
+    // That was all the session needs to watch of an execution's actor (it
+    // forgets the child at `exited` and keeps the actor for its next
+    // execution, or drops it): no `down` when it ends. Removed before
+    // `exited` goes out, ahead of the monitor of a next execution. A
     // spawned process's actor stays monitored (the session holds its
     // handle for `wait` until the actor is gone).
     if (!st.p.spawned)
       self->detach(caf::default_attachable::observe_token{
         st.p.session, caf::default_attachable::monitor});
+    self->send(session, exited_atom_v);
   }
-  // An execution's actor quits once its result went to the requester; the
-  // `wait` the session delegated may still be on its way (the child can
-  // finish before it arrives), in which case the `wait` handler quits.
   // Retained output can be 2 × 16 MiB: it is moved, not copied, where it
   // can be.
   bool delivered = !st.waiters.empty();
@@ -319,7 +349,11 @@ void maybe_finish(self_ptr self) {
     st.child.reset();
   }
   process_deadline::cancel(std::move(st.timer));
-  if (delivered && (!st.p.spawned || handed_out(self)))
+  // An execution's actor waits for its session's next execution (the
+  // session keeps it, or drops it and it goes away; with the session gone
+  // there is none); a spawned process's quits once its result went out
+  // over the network (see `wait`).
+  if (st.p.spawned ? delivered && handed_out(self) : !session)
     self->quit();
 }
 
@@ -430,45 +464,79 @@ void start_inputs(self_ptr self) {
       = std::make_shared<process_deadline>(st.p.rt->reactor().executor());
     auto& d = *st.timer;
     boost::asio::post(d.strand, [t = st.timer, timeout = st.p.timeout,
-                                 weak = weak_self(self, *st.p.rt)] {
+                                 weak = weak_self(self, *st.p.rt),
+                                 exec = st.p.exec] {
       t->timer.expires_after(timeout);
-      t->timer.async_wait([weak](boost::system::error_code ec) {
+      t->timer.async_wait([weak, exec](boost::system::error_code ec) {
         if (!ec)
-          send_if_alive<process_actor_impl>(weak, timeout_atom_v);
+          send_if_alive<process_actor_impl>(weak, timeout_atom_v, exec);
       });
     });
   }
 }
 
-/// Keeps `v` for the result, up to `max_violations_per_result`.
-void keep_violations(process_state& st, std::vector<violation> v) {
-  for (auto& x : v)
-    if (st.seen.size() < max_violations_per_result)
-      st.seen.push_back(std::move(x));
-    else
-      ++st.seen_dropped;
+/// Sorts violations: those of the running execution are kept for its
+/// result (up to `max_violations_per_result`, the rest counted); those of
+/// a later one wait for its `start`; the rest (an execution whose result
+/// went out) go to the session, which keeps them.
+void sort_violations(self_ptr self, std::vector<violation> v) {
+  auto& st = self->state;
+  std::vector<violation> done;
+  for (auto& x : v) {
+    if (st.started && !st.result && x.execution == st.p.exec) {
+      if (st.seen.size() < max_violations_per_result)
+        st.seen.push_back(std::move(x));
+      else
+        ++st.seen_dropped;
+    } else if ((!st.started || x.execution > st.p.exec)
+               && st.ahead.size() < max_violations_per_result) {
+      st.ahead.push_back(std::move(x));
+    } else {
+      done.push_back(std::move(x));
+    }
+  }
+  if (done.empty())
+    return;
+  if (auto session = caf::actor_cast<session_actor_impl>(st.p.session))
+    self->send(session, violations_atom_v, std::move(done));
 }
 
-} // namespace
-
-process_actor_impl::behavior_type process_behavior(self_ptr self,
-                                                   process_params params) {
+/// Takes on the execution of `params`: activates its child.
+void begin(self_ptr self, process_params params) {
   auto& st = self->state;
+  st.next();
   st.p = std::move(params);
-  keep_violations(st, std::move(st.p.early_violations));
+  st.started = true;
+  auto early = std::move(st.p.early_violations);
+  early.insert(early.end(), std::make_move_iterator(st.ahead.begin()),
+               std::make_move_iterator(st.ahead.end()));
+  st.ahead.clear();
+  sort_violations(self, std::move(early));
   if (st.p.sink || st.p.spawned) {
     st.kept[0] = std::make_unique<capped_output>(st.p.output_cap);
     st.kept[1] = std::make_unique<capped_output>(st.p.output_cap);
   }
   start_child(self);
   start_inputs(self);
-  // Whatever ends this actor ends its child too.
-  self->attach_functor([child = st.child, timer = st.timer]() mutable {
-    if (child)
-      child->shutdown();
-    process_deadline::cancel(std::move(timer));
-  });
+}
+
+} // namespace
+
+process_actor_impl::behavior_type
+process_behavior(self_ptr self, std::optional<process_params> params) {
+  if (params)
+    begin(self, std::move(*params));
   return {
+    [self](start_atom, process_start& next) -> caf::result<exec_result> {
+      auto& st = self->state;
+      if (!next.params || (st.started && !st.result) || st.p.spawned)
+        return caf::make_error(errc::invalid_argument,
+                               "the process actor runs an execution already");
+      begin(self, std::move(*next.params));
+      auto rp = self->make_response_promise<exec_result>();
+      st.waiters.push_back(rp);
+      return rp;
+    },
     [self](stdin_atom, std::string& data) -> caf::result<ok_atom> {
       auto& st = self->state;
       if (st.session_stopped)
@@ -503,11 +571,14 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     },
     [self](wait_atom) -> caf::result<exec_result> {
       auto& st = self->state;
+      if (!st.started)
+        return caf::make_error(errc::invalid_argument,
+                               "the process actor has no execution");
       if (st.result) {
         // A spawned process's result stays for later `wait`s while local
         // handles exist; one whose handle went out over the network quits
         // once a `wait` had it (CAF's registry would keep it forever).
-        if (!st.p.spawned || handed_out(self))
+        if (st.p.spawned && handed_out(self))
           self->quit();
         if (st.failure)
           return st.failure;
@@ -521,6 +592,8 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
       return self->state.child ? self->state.child->pid() : -1;
     },
     [self](output_atom, int32_t stream, std::string& data) {
+      if (!self->state.child || !self->state.kept[0])
+        return;
       auto s = static_cast<stream_kind>(stream);
       // A read of up to 1 MiB goes on as it is: cut, not copied.
       self->state.split[index_of(s)].feed_in_place(data);
@@ -532,17 +605,13 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
       send_chunk(self, s, std::move(data));
     },
     [self](violations_atom, std::vector<violation>& v) {
-      auto& st = self->state;
-      // Once the result is out, the session keeps them.
-      if (st.result) {
-        if (auto session = caf::actor_cast<session_actor_impl>(st.p.session))
-          self->send(session, violations_atom_v, std::move(v));
-        return;
-      }
-      keep_violations(st, std::move(v));
+      sort_violations(self, std::move(v));
     },
     [self](exited_atom, int32_t status, caf::error& err, exec_result& kept) {
       auto& st = self->state;
+      // Once per child; none of an earlier execution comes this late.
+      if (!st.child || st.exited)
+        return;
       if (err)
         st.failure = std::move(err);
       else
@@ -564,7 +633,11 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
                                             + std::strerror(err)));
       st.writes.erase(i);
     },
-    [self](timeout_atom) { end_execution(self, exit_reason::timeout); },
+    [self](timeout_atom, uint64_t exec) {
+      // A late timer of an earlier execution ends nothing.
+      if (exec == self->state.p.exec)
+        end_execution(self, exit_reason::timeout);
+    },
     [self](end_atom, exit_reason why) {
       auto& st = self->state;
       // The session stopped after this spawned process finished: one whose
@@ -583,15 +656,20 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
   };
 }
 
+process_actor_impl spawn_process(caf::actor_system& sys) {
+  // It gets its first execution at once (the session delegates the
+  // caller's request to it as `start`): it starts with that message,
+  // scheduled once.
+  return sys.spawn<caf::lazy_init>(process_behavior,
+                                   std::optional<process_params>{});
+}
+
 process_actor_impl spawn_process(caf::actor_system& sys,
                                  process_params params) {
-  // An execution's actor gets its `wait` at once (the session delegates
-  // the caller's request to it): it starts with that message, scheduled
-  // once. A spawned process's actor may wait for its first message, so it
-  // starts now.
-  if (!params.spawned)
-    return sys.spawn<caf::lazy_init>(process_behavior, std::move(params));
-  return sys.spawn(process_behavior, std::move(params));
+  // A spawned process's actor may wait for its first message: it starts
+  // now.
+  return sys.spawn(process_behavior,
+                   std::optional<process_params>{std::move(params)});
 }
 
 } // namespace sandbox::actors

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -54,6 +55,13 @@ struct session_child {
   bool spawned = false;
 };
 
+/// A launched child and, unless spawned, the execution its process actor
+/// is to start (the session delegates the caller's request with it).
+struct launched {
+  session_child child;
+  process_start start;
+};
+
 /// A contained session's running executions by process group (the
 /// leader's pid): the read guard's reports come on a reactor thread and go
 /// straight to the execution's process actor while the reader waits.
@@ -85,6 +93,9 @@ struct session_state {
   /// are held: a finished execution's actor goes away once its result is
   /// delivered, a finished spawned process's once its last handle is gone.
   std::map<caf::actor_addr, session_child> children;
+  /// An execution's actor whose result went out, kept for the next
+  /// execution: no actor is made and ended per execution.
+  process_actor_impl idle;
   /// Spawned processes that finished and still live (handles elsewhere);
   /// weak, forgotten at their down message. Told about the stop, so that
   /// those whose handles went out over the network quit.
@@ -406,12 +417,13 @@ public:
     close();
   }
 
-  /// Spawns the process actor of group `pid` with the reports it had so far
-  /// and registers it for later ones, in one step under the lock.
-  process_actor_impl spawn(caf::actor_system& sys, pid_t pid,
-                           process_params params) {
+  /// Gives `params` the reports group `pid` had so far and registers the
+  /// process actor that `make` returns for later ones, in one step under
+  /// the lock.
+  template <class Make>
+  process_actor_impl attach(pid_t pid, process_params& params, Make make) {
     if (!open_)
-      return spawn_process(sys, std::move(params));
+      return make();
     process_actor_impl handle;
     auto exec_id = params.exec;
     {
@@ -423,7 +435,7 @@ public:
         params.early_violations = std::move(i->second);
         st_.running->unclaimed.erase(i);
       }
-      handle = spawn_process(sys, std::move(params));
+      handle = make();
       st_.running->by_group.insert_or_assign(
         pid, std::make_pair(exec_id, weak_process(handle, *st_.p.rt)));
     }
@@ -553,7 +565,7 @@ contained_view(session_state& st) {
     fmt::format("/proc/{}/root", st.contained->init_pid()), std::move(policy));
 }
 
-result<session_child>
+result<launched>
 start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
       chunk_sink sink, uint64_t exec_id,
       std::optional<std::string> initial_stdin, bool keep_stdin = false) {
@@ -624,14 +636,28 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   log::logger()->debug("{} launched pid {} ({})", log::tag{st.p.id, exec_id},
                        pid, kind);
   auto listener = (*child)->take_watch_listener();
-  auto handle = window.spawn(self->system(), pid, std::move(params));
+  launched out;
+  process_actor_impl handle;
+  if (keep_stdin) {
+    handle = window.attach(pid, params, [&] {
+      return spawn_process(self->system(), std::move(params));
+    });
+  } else {
+    // The session's idle execution actor takes it, else a new one.
+    handle = window.attach(pid, params, [&] {
+      if (st.idle)
+        return std::exchange(st.idle, nullptr);
+      return spawn_process(self->system());
+    });
+    out.start.params = std::make_shared<process_params>(std::move(params));
+  }
   self->monitor(handle);
   if (listener)
     watch_execution(self, handle, exec_id, std::move(listener));
-  session_child entry{handle, pid, opts.cancel_key, keep_stdin};
-  st.children.emplace(handle.address(), entry);
+  out.child = session_child{handle, pid, opts.cancel_key, keep_stdin};
+  st.children.emplace(handle.address(), out.child);
   st.groups.push_back(pid);
-  return entry;
+  return out;
 }
 
 void maybe_complete_stop(self_ptr self) {
@@ -688,6 +714,7 @@ void maybe_complete_stop(self_ptr self) {
 void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
+  st.idle = nullptr;
   // Its sweep removes its cgroups, those of ended executions too.
   if (st.cgroups)
     st.cgroups->close();
@@ -781,7 +808,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                      id, std::nullopt);
       if (!s)
         return to_caf(s.error());
-      return self->delegate(s->handle, wait_atom_v);
+      return self->delegate(s->child.handle, start_atom_v, std::move(s->start));
     },
     [self](code_atom, std::string& code, std::string& language,
            exec_options& opts, chunk_sink& sink) -> caf::result<exec_result> {
@@ -798,7 +825,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                      std::move(code));
       if (!s)
         return to_caf(s.error());
-      return self->delegate(s->handle, wait_atom_v);
+      return self->delegate(s->child.handle, start_atom_v, std::move(s->start));
     },
     [self](spawn_atom, std::string& cmd, exec_options& opts,
            chunk_sink& sink) -> caf::result<process_actor, int32_t> {
@@ -811,8 +838,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                      id, std::nullopt, true);
       if (!s)
         return to_caf(s.error());
-      process_actor handle = s->handle;
-      return {handle, static_cast<int32_t>(s->pid)};
+      process_actor handle = s->child.handle;
+      return {handle, static_cast<int32_t>(s->child.pid)};
     },
     [self](cancel_atom, const std::string& key) -> bool {
       auto& st = self->state;
@@ -895,6 +922,10 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         return;
       if (i->second.spawned && !st.stopped)
         st.finished.insert(sender);
+      // An execution's actor serves the next execution; a second one (two
+      // ran at once) goes away with its handle.
+      if (!i->second.spawned && !st.stopped && !st.idle)
+        st.idle = i->second.handle;
       forget_child(st, i);
     },
   };

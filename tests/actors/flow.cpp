@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "helpers/temp_dir.hpp"
+#include "sandbox/actors/process.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/runtime.hpp"
@@ -39,6 +40,8 @@ runtime_config driven_runtime() {
 std::string kind_of(const caf::type_erased_tuple& m) {
   if (m.match_elements<execute_atom, std::string, exec_options, chunk_sink>())
     return "execute";
+  if (m.match_elements<start_atom, process_start>())
+    return "start";
   if (m.match_elements<wait_atom>())
     return "wait";
   if (m.match_elements<exited_atom, int32_t, caf::error, exec_result>())
@@ -63,8 +66,10 @@ std::string kind_of(const caf::type_erased_tuple& m) {
     return "cancel";
   if (m.match_elements<stop_atom>())
     return "stop";
-  if (m.match_elements<timeout_atom>())
+  if (m.match_elements<timeout_atom, uint64_t>())
     return "timeout";
+  if (m.match_elements<violations_atom, std::vector<violation>>())
+    return "violations";
   return to_string(m);
 }
 
@@ -165,6 +170,33 @@ struct flow_fixture : test_coordinator_fixture<system_config> {
     return x;
   }
 
+  /// Sends `execute` for `cmd` and runs it to its `start`: the process
+  /// actor that got it and the execution's number.
+  std::pair<caf::actor, uint64_t> begin_execution(std::string cmd,
+                                                  exec_options opts = {}) {
+    self->send(session, execute_atom_v, std::move(cmd), std::move(opts),
+               chunk_sink{});
+    expect((execute_atom, std::string, exec_options, chunk_sink),
+           from(self).to(session));
+    auto& next = sched.next_job<caf::scheduled_actor>();
+    auto process = caf::actor_cast<caf::actor>(&next);
+    auto* m = next.peek_at_next_mailbox_element();
+    CAF_REQUIRE(m != nullptr
+                && m->content().match_elements<start_atom, process_start>());
+    auto exec = m->content().get_as<process_start>(1).params->exec;
+    expect((start_atom, process_start), from(self).to(process));
+    return {process, exec};
+  }
+
+  /// Runs the reactor and the actors until the result of the execution in
+  /// flight is here; takes it.
+  exec_result finish_execution() {
+    drive_until([&] { return has_mail(self.ptr()); });
+    auto r = reply<exec_result>();
+    settle();
+    return r;
+  }
+
   /// The test stopped the session itself.
   bool stopped = false;
 };
@@ -183,11 +215,12 @@ CAF_TEST(an execution nobody streams takes four messages and its reply) {
              exec_options{}, chunk_sink{});
   expect((execute_atom, std::string, exec_options, chunk_sink),
          from(self).to(session));
-  // The session launched the child and delegated `wait` to its new actor.
+  // The session launched the child and delegated the request to its new
+  // actor as `start`.
   auto& next = sched.next_job<caf::scheduled_actor>();
   auto process = caf::actor_cast<caf::actor>(&next);
   CAF_REQUIRE(process != caf::actor_cast<caf::actor>(session));
-  expect((wait_atom), from(self).to(process));
+  expect((start_atom, process_start), from(self).to(process));
   // The reactor reports once: status and output (nobody streams).
   drive_until(
     [&] { return has_mail(caf::actor_cast<caf::abstract_actor*>(process)); });
@@ -225,10 +258,11 @@ CAF_TEST(a streamed execution sends a chunk per read and one report) {
   CAF_CHECK_EQUAL(chunks[0].data, "out\n");
   // The reactor: one read, then one report (the exit, after both streams
   // ended); the sink acknowledges the chunk (its credit for the next read).
-  CAF_CHECK_EQUAL(sorted(seen), sorted({"session <- execute", "process <- wait",
-                                        "process <- output", "sink <- chunk",
-                                        "process <- ack", "process <- finished",
-                                        "session <- exited"}));
+  CAF_CHECK_EQUAL(sorted(seen),
+                  sorted({"session <- execute", "process <- start",
+                          "process <- output", "sink <- chunk",
+                          "process <- ack", "process <- finished",
+                          "session <- exited"}));
 }
 
 CAF_TEST(a cancel ends the execution with its sweep) {
@@ -236,7 +270,7 @@ CAF_TEST(a cancel ends the execution with its sweep) {
   opts.cancel_key = "k";
   self->send(session, execute_atom_v, std::string{"exec sleep 30"}, opts,
              chunk_sink{});
-  drive_until([&] { return seen.size() >= 2; }); // execute, then wait
+  drive_until([&] { return seen.size() >= 2; }); // execute, then start
   self->send(session, cancel_atom_v, std::string{"k"});
   drive_until([&] { return has_mail(self.ptr()); });
   CAF_CHECK_EQUAL(reply<bool>(), true);
@@ -247,7 +281,7 @@ CAF_TEST(a cancel ends the execution with its sweep) {
   CAF_CHECK_EQUAL(r.exit_code, 130);
   // The sweep's receipt and the reactor's one report, in either order.
   CAF_CHECK_EQUAL(sorted(seen),
-                  sorted({"session <- execute", "process <- wait",
+                  sorted({"session <- execute", "process <- start",
                           "session <- cancel", "process <- end",
                           "process <- ended", "process <- finished",
                           "session <- exited"}));
@@ -271,9 +305,79 @@ CAF_TEST(a stop ends a running execution and answers with its receipt) {
   // the process actor answers both requesters once the reactor reported.
   CAF_CHECK_EQUAL(
     sorted(seen),
-    sorted({"session <- execute", "process <- wait", "session <- stop",
+    sorted({"session <- execute", "process <- start", "session <- stop",
             "process <- end", "process <- wait", "session <- ended",
             "process <- finished", "session <- exited", "session <- result"}));
+}
+
+CAF_TEST(the next execution of a session goes to the actor of its last one) {
+  auto first = begin_execution("echo one");
+  auto* process = caf::actor_cast<caf::abstract_actor*>(first.first);
+  drive_until([&] { return has_mail(process); });
+  expect((exited_atom, int32_t, caf::error, exec_result), to(first.first));
+  expect((exited_atom), from(first.first).to(session));
+  CAF_CHECK_EQUAL(reply<exec_result>().stdout_data, "one\n");
+  settle();
+  CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
+  // No actor is made for the second: the same one gets its `start`, and
+  // the same four messages carry it.
+  auto second = begin_execution("echo two");
+  CAF_CHECK(second.first == first.first);
+  CAF_CHECK_EQUAL(second.second, first.second + 1);
+  drive_until([&] { return has_mail(process); });
+  expect((exited_atom, int32_t, caf::error, exec_result), to(first.first));
+  expect((exited_atom), from(first.first).to(session));
+  CAF_CHECK_EQUAL(reply<exec_result>().stdout_data, "two\n");
+  settle();
+  CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
+}
+
+CAF_TEST(a late timeout of an earlier execution ends nothing) {
+  exec_options timed;
+  timed.timeout = std::chrono::hours(1);
+  auto first = begin_execution("true", timed);
+  CAF_CHECK(finish_execution().reason == exit_reason::exited);
+  exec_options keyed;
+  keyed.cancel_key = "k";
+  auto second = begin_execution("exec sleep 30", keyed);
+  CAF_REQUIRE(second.first == first.first);
+  // The first execution's timer, had it fired after its result.
+  self->send(caf::actor_cast<process_actor_impl>(first.first), timeout_atom_v,
+             first.second);
+  settle();
+  CAF_CHECK_EQUAL(seen.back(), "process <- timeout");
+  CAF_CHECK(!has_mail(self.ptr()));
+  self->send(session, cancel_atom_v, std::string{"k"});
+  drive_until([&] { return has_mail(self.ptr()); });
+  CAF_CHECK_EQUAL(reply<bool>(), true);
+  auto r = finish_execution();
+  CAF_CHECK(r.reason == exit_reason::cancelled);
+}
+
+CAF_TEST(violations of an ended execution go to the session and of a next one
+           wait for it) {
+  auto first = begin_execution("true");
+  finish_execution();
+  // Between the two: a late report of the first, an early one of the next
+  // (its group was registered before its `start` came).
+  std::vector<violation> reports{
+    violation{violation_kind::read_denied, first.second, "/late"},
+    violation{violation_kind::read_denied, first.second + 1, "/early"}};
+  self->send(caf::actor_cast<process_actor_impl>(first.first),
+             violations_atom_v, reports);
+  settle();
+  auto second = begin_execution("true");
+  CAF_REQUIRE_EQUAL(second.second, first.second + 1);
+  auto r = finish_execution();
+  CAF_REQUIRE_EQUAL(r.violations.size(), 1u);
+  CAF_CHECK_EQUAL(r.violations[0].detail, "/early");
+  self->send(session, violations_atom_v);
+  settle();
+  auto kept = reply<std::vector<violation>>();
+  std::vector<std::string> details;
+  for (auto& v : kept)
+    details.push_back(v.detail);
+  CAF_CHECK_EQUAL(sorted(details), sorted({"/early", "/late"}));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -44,7 +44,7 @@ struct process_params {
   /// child started: the result names a limit hit meanwhile. Null: none.
   std::shared_ptr<const session_limits> limits;
   session_limits::counters limits_before;
-  /// Violations reported for the child before this actor existed (a read
+  /// Violations reported for the child before its actor had it (a read
   /// of a denied path right after the launch); the result carries them.
   std::vector<violation> early_violations;
 };
@@ -52,13 +52,18 @@ struct process_params {
 struct process_state;
 
 /// Behavior of a process actor: activates its child and streams its output.
+/// With `params` it runs that child (a spawned process, its actor's only
+/// one); without, it runs one execution after another, each given by a
+/// `start` request (answered with the result).
 process_actor_impl::behavior_type
 process_behavior(process_actor_impl::stateful_pointer<process_state> self,
-                 process_params params);
+                 std::optional<process_params> params);
 
-/// Spawns a process actor for `params`. Unless `params.spawned`, it starts
-/// (and activates its child) with its first message: the session sends
-/// one (`wait`) at once.
+/// Spawns a process actor for a session's executions, one at a time: it
+/// starts with its first message, the session's `start`.
+process_actor_impl spawn_process(caf::actor_system& sys);
+
+/// Spawns the actor of a spawned process (`params.spawned`), its only child.
 process_actor_impl spawn_process(caf::actor_system& sys, process_params params);
 
 } // namespace sandbox::actors

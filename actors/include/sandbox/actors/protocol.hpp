@@ -5,10 +5,12 @@
 // so the same protocol crosses the network unchanged.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
@@ -229,6 +231,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, exited_atom, "exited")
   CAF_ADD_ATOM(sandbox, sandbox::actors, written_atom, "written")
   CAF_ADD_ATOM(sandbox, sandbox::actors, timeout_atom, "timeout")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, start_atom, "start")
   CAF_ADD_ATOM(sandbox, sandbox::actors, end_atom, "end")
   CAF_ADD_ATOM(sandbox, sandbox::actors, ended_atom, "ended")
 
@@ -284,9 +287,26 @@ using process_actor = caf::typed_actor<
   // Answers with the child's pid.
   caf::replies_to<pid_atom>::with<int32_t>>;
 
+struct process_params;
+
+/// The next execution of a session's process actor: the launched child and
+/// how to run it (process.hpp). Local only: it is never serialized.
+struct process_start {
+  std::shared_ptr<process_params> params;
+};
+
+} // namespace sandbox::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandbox::actors::process_start)
+
+namespace sandbox::actors {
+
 /// The full interface of the process actor: the public one plus the events
 /// of its child, sent from the reactor, and the orders of its session.
 using process_actor_impl = process_actor::extend<
+  // Runs the next execution of the session (an execution's actor serves
+  // one after another); answers with its result.
+  caf::replies_to<start_atom, process_start>::with<exec_result>,
   // A read of a streamed (or spawned) execution: stream, bytes.
   caf::reacts_to<output_atom, int32_t, std::string>,
   // The child exited (its status, or the error that it could not be
@@ -294,7 +314,9 @@ using process_actor_impl = process_actor::extend<
   // nobody streams, the output the reactor kept is in the result's data
   // fields; else they are empty (every read was an `output`).
   caf::reacts_to<exited_atom, int32_t, caf::error, exec_result>,
-  caf::reacts_to<written_atom, uint64_t, int32_t>, caf::reacts_to<timeout_atom>,
+  caf::reacts_to<written_atom, uint64_t, int32_t>,
+  // The timeout of the execution with this number ran out.
+  caf::reacts_to<timeout_atom, uint64_t>,
   // Ends the child and its descendants with the given exit reason.
   caf::reacts_to<end_atom, exit_reason>,
   // The staged termination finished.
