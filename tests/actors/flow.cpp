@@ -313,23 +313,22 @@ CAF_TEST(a stop ends a running execution and answers with its receipt) {
 CAF_TEST(the next execution of a session goes to the actor of its last one) {
   auto first = begin_execution("echo one");
   auto* process = caf::actor_cast<caf::abstract_actor*>(first.first);
-  drive_until([&] { return has_mail(process); });
-  expect((exited_atom, int32_t, caf::error, exec_result), to(first.first));
-  expect((exited_atom), from(first.first).to(session));
-  CAF_CHECK_EQUAL(reply<exec_result>().stdout_data, "one\n");
-  settle();
-  CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
+  // The report, `exited`, the reply with `out`, and nothing else.
+  auto finish = [&](const std::string& out) {
+    drive_until([&] { return has_mail(process); });
+    expect((exited_atom, int32_t, caf::error, exec_result), to(first.first));
+    expect((exited_atom), from(first.first).to(session));
+    CAF_CHECK_EQUAL(reply<exec_result>().stdout_data, out);
+    settle();
+    CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
+  };
+  finish("one\n");
   // No actor is made for the second: the same one gets its `start`, and
   // the same four messages carry it.
   auto second = begin_execution("echo two");
   CAF_CHECK(second.first == first.first);
   CAF_CHECK_EQUAL(second.second, first.second + 1);
-  drive_until([&] { return has_mail(process); });
-  expect((exited_atom, int32_t, caf::error, exec_result), to(first.first));
-  expect((exited_atom), from(first.first).to(session));
-  CAF_CHECK_EQUAL(reply<exec_result>().stdout_data, "two\n");
-  settle();
-  CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
+  finish("two\n");
 }
 
 CAF_TEST(a late timeout of an earlier execution ends nothing) {
