@@ -477,8 +477,9 @@ void start_inputs(self_ptr self) {
 
 /// Sorts violations: those of the running execution are kept for its
 /// result (up to `max_violations_per_result`, the rest counted); those of
-/// a later one wait for its `start`; the rest (an execution whose result
-/// went out) go to the session, which keeps them.
+/// a later one wait for its `start` (a spawned process's actor has no
+/// later one); the rest (an execution whose result went out) go to the
+/// session, which keeps them.
 void sort_violations(self_ptr self, std::vector<violation> v) {
   auto& st = self->state;
   std::vector<violation> done;
@@ -488,7 +489,7 @@ void sort_violations(self_ptr self, std::vector<violation> v) {
         st.seen.push_back(std::move(x));
       else
         ++st.seen_dropped;
-    } else if ((!st.started || x.execution > st.p.exec)
+    } else if ((!st.started || x.execution > st.p.exec) && !st.p.spawned
                && st.ahead.size() < max_violations_per_result) {
       st.ahead.push_back(std::move(x));
     } else {
