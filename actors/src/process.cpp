@@ -353,7 +353,7 @@ void maybe_finish(self_ptr self) {
   // session keeps it, or drops it and it goes away; with the session gone
   // there is none); a spawned process's quits once its result went out
   // over the network (see `wait`).
-  if (st.p.spawned ? delivered && handed_out(self) : !session)
+  if (st.p.spawned ? delivered && handed_out(self) : !session || st.p.last)
     self->quit();
 }
 

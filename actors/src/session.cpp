@@ -53,6 +53,8 @@ struct session_child {
   std::string cancel_key;
   /// Started by `spawn`: its actor may outlive the result (see `finished`).
   bool spawned = false;
+  /// Its actor serves the next execution (see `process_params::last`).
+  bool reusable = false;
 };
 
 /// A launched child and, unless spawned, the execution its process actor
@@ -624,6 +626,8 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
                                      exec_id);
   params.initial_stdin = std::move(initial_stdin);
   params.spawned = keep_stdin;
+  auto& caller = self->current_sender();
+  params.last = caller && caller->node() != self->node();
   params.session = self->address();
   params.session_id = st.p.id;
   params.exec = exec_id;
@@ -654,7 +658,8 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   self->monitor(handle);
   if (listener)
     watch_execution(self, handle, exec_id, std::move(listener));
-  out.child = session_child{handle, pid, opts.cancel_key, keep_stdin};
+  out.child = session_child{handle, pid, opts.cancel_key, keep_stdin,
+                            !keep_stdin && !out.start.params->last};
   st.children.emplace(handle.address(), out.child);
   st.groups.push_back(pid);
   return out;
@@ -923,8 +928,9 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       if (i->second.spawned && !st.stopped)
         st.finished.insert(sender);
       // An execution's actor serves the next execution; a second one (two
-      // ran at once) goes away with its handle.
-      if (!i->second.spawned && !st.stopped && !st.idle)
+      // ran at once) goes away with its handle, one whose caller was remote
+      // quits by itself.
+      if (i->second.reusable && !st.stopped && !st.idle)
         st.idle = i->second.handle;
       forget_child(st, i);
     },

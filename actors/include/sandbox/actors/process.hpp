@@ -32,6 +32,11 @@ struct process_params {
   /// may still be asked to `wait`); an execution's actor quits once the
   /// result is delivered.
   bool spawned = false;
+  /// The caller is on another node: the reply carries this actor's handle
+  /// over the network, after which CAF's registry keeps the actor until it
+  /// ends. It quits after the result instead of serving the session's next
+  /// execution.
+  bool last = false;
   /// Written to the child's stdin, which is then closed (execute_code).
   std::optional<std::string> initial_stdin;
   /// The session, told `exited` when the result exists. Weak: the session
