@@ -91,9 +91,9 @@ struct session_state {
   /// The session's layers of every child's environment, flattened at its
   /// first launch (`session_env_block`).
   std::shared_ptr<const std::vector<std::string>> env_block;
-  /// Process actors whose child runs (no result yet), by address. Only they
-  /// are held: a finished execution's actor goes away once its result is
-  /// delivered, a finished spawned process's once its last handle is gone.
+  /// Process actors whose child runs (no result yet), by address. Besides
+  /// them only `idle` is held: a finished spawned process's actor goes away
+  /// once its last handle is gone.
   std::map<caf::actor_addr, session_child> children;
   /// An execution's actor whose result went out, kept for the next
   /// execution: no actor is made and ended per execution.

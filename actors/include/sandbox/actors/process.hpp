@@ -29,8 +29,9 @@ struct process_params {
   /// Environment prefix that marks this child's descendants.
   std::string marker_prefix;
   /// A spawned process outlives its result while handles to it exist (they
-  /// may still be asked to `wait`); an execution's actor quits once the
-  /// result is delivered.
+  /// may still be asked to `wait`); its actor has no other child. An
+  /// execution's actor serves the session's next execution once the result
+  /// is delivered.
   bool spawned = false;
   /// The caller is on another node: the reply carries this actor's handle
   /// over the network, after which CAF's registry keeps the actor until it
