@@ -58,4 +58,17 @@ void BM_reused_actor_info(benchmark::State& state) {
 }
 BENCHMARK(BM_reused_actor_info)->UseRealTime();
 
+// One execution of `true` through the facade, the path that
+// `sandbox-load --only exec` measures at concurrency 1; run it under
+// `strace -f -c` to count the node's system calls per execution.
+void BM_facade_exec_true(benchmark::State& state) {
+  bench_node b;
+  for (auto _ : state)
+    if (auto r = b.session.execute("true"); !r || r->exit_code != 0) {
+      state.SkipWithError("execute failed");
+      break;
+    }
+}
+BENCHMARK(BM_facade_exec_true)->UseRealTime();
+
 } // namespace

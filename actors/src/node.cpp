@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
+#include "handoff_policy.hpp"
 #include "sandbox/actors/session.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/log.hpp"
@@ -269,10 +270,20 @@ result<void> validate(const node_config& cfg) {
 
 void configure_scheduler(caf::actor_system_config& cfg,
                          const scheduler_config& sched) {
-  if (sched.policy == scheduler_policy::sharing)
-    cfg.set("scheduler.policy", caf::atom("sharing"));
-  else
-    cfg.set("scheduler.policy", caf::atom("stealing"));
+  switch (sched.policy) {
+    case scheduler_policy::sharing:
+      cfg.set("scheduler.policy", caf::atom("sharing"));
+      break;
+    case scheduler_policy::stealing:
+      cfg.set("scheduler.policy", caf::atom("stealing"));
+      break;
+    case scheduler_policy::handoff:
+      // CAF knows no such policy: the node loads its own scheduler module,
+      // and the key only names it.
+      cfg.set("scheduler.policy", caf::atom("handoff"));
+      cfg.load<handoff_coordinator>();
+      break;
+  }
   if (sched.threads > max_scheduler_threads)
     return;
   size_t threads = sched.threads;

@@ -4,7 +4,9 @@
 //
 // - baseline: CAF 0.17's own defaults (work stealing, max(4, cores)
 //   workers), what `embedded_node` used before it took a scheduler config;
-// - `sharing`, one worker per core: the node's default now;
+// - `sharing`, one worker per core: the node's default until 2026-12-04;
+// - `handoff`, one worker per core: `sharing` with a hand-off slot per
+//   worker (actors/src/handoff_policy.hpp), the node's default now;
 // - `stealing`, one worker per core;
 // - `stealing`, one worker per core, with polls tuned down: fewer steal
 //   attempts before a worker sleeps, and longer sleeps.
@@ -98,9 +100,12 @@ std::vector<candidate> candidates() {
        return embedded_with(opt, {scheduler_policy::stealing,
                                   std::max<size_t>(4, cores())});
      }});
+  out.push_back({"sharing, 1 worker per core", [](const options& opt) {
+                   return embedded_with(opt, {scheduler_policy::sharing, 0});
+                 }});
   out.push_back(
-    {"sharing, 1 worker per core (default)", [](const options& opt) {
-       return embedded_with(opt, {scheduler_policy::sharing, 0});
+    {"handoff, 1 worker per core (default)", [](const options& opt) {
+       return embedded_with(opt, {scheduler_policy::handoff, 0});
      }});
   out.push_back({"stealing, 1 worker per core", [](const options& opt) {
                    return embedded_with(opt, {scheduler_policy::stealing, 0});
@@ -178,7 +183,8 @@ std::vector<row> run_scheduler(const options& opt) {
       measure(cands[round == 0 ? i : cands.size() - 1 - i], opt, round);
   auto& base = cands[0];
   std::vector<row> rows;
-  const char* short_names[] = {"", "sharing", "stealing", "stealing_tuned"};
+  const char* short_names[] = {"", "sharing", "handoff", "stealing",
+                               "stealing_tuned"};
   for (size_t i = 1; i < cands.size(); ++i) {
     auto& c = cands[i];
     for (size_t l = 0; l < 2; ++l) {

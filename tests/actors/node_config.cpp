@@ -5,10 +5,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
 #include "sandbox/actors/registration.hpp"
@@ -18,6 +21,11 @@ using namespace sandbox;
 using namespace sandbox::actors;
 
 namespace {
+
+/// The calling thread, as a number a message can carry.
+uint64_t this_thread() {
+  return std::hash<std::thread::id>{}(std::this_thread::get_id());
+}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -89,12 +97,12 @@ CAF_TEST(an empty port range is refused) {
   CAF_CHECK(s.error().code == errc::invalid_argument);
 }
 
-CAF_TEST(the node schedules its actors by sharing with a worker per core) {
+CAF_TEST(the node schedules its actors by handoff with a worker per core) {
   embedded_node node{test::suite_runtime_config(), node_config{}};
   auto& sys = node.system();
   CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
                               caf::atom("none")),
-                  caf::atom("sharing"));
+                  caf::atom("handoff"));
   auto cores = std::max(1u, std::thread::hardware_concurrency());
   CAF_CHECK_EQUAL(sys.scheduler().num_workers(), cores);
   auto s = blocking_session::create(node, scfg());
@@ -127,6 +135,80 @@ CAF_TEST(the embedder chooses the policy and the workers of the node) {
   CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.policy", caf::atom("none")),
                   caf::atom("sharing"));
   CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.max-threads", size_t{0}), 1u);
+}
+
+CAF_TEST(a handoff node runs the actor a worker sends to on that worker) {
+  node_config ncfg;
+  ncfg.scheduler = {scheduler_policy::handoff, 2};
+  embedded_node node{test::suite_runtime_config(), ncfg};
+  auto& sys = node.system();
+  CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
+                              caf::atom("none")),
+                  caf::atom("handoff"));
+  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), 2u);
+  // `first` hands the request to `second`, which answers with the threads
+  // of both: with CAF's `sharing`, the other worker is woken for `second`
+  // and often takes it.
+  auto second = sys.spawn([]() -> caf::behavior {
+    return {
+      [](info_atom, uint64_t first_thread) -> caf::result<uint64_t, uint64_t> {
+        return {first_thread, this_thread()};
+      }};
+  });
+  auto first = sys.spawn([second](caf::event_based_actor* self) {
+    return caf::behavior{[self, second](info_atom) {
+      return self->delegate(second, info_atom_v, this_thread());
+    }};
+  });
+  caf::scoped_actor caller{sys};
+  for (int i = 0; i < 50; ++i)
+    caller->request(first, 10s, info_atom_v)
+      .receive([](uint64_t a, uint64_t b) { CAF_CHECK_EQUAL(a, b); },
+               [](caf::error& err) {
+                 CAF_FAIL("no answer: " << to_string(err));
+               });
+  caller->send_exit(first, caf::exit_reason::user_shutdown);
+  caller->send_exit(second, caf::exit_reason::user_shutdown);
+  // And the node's own work runs on it.
+  auto s = blocking_session::create(node, scfg());
+  SANDBOX_REQUIRE_OK(s);
+  auto r = s->execute("echo handed");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data, "handed\n");
+}
+
+CAF_TEST(two actors that message each other leave a handoff worker to others) {
+  node_config ncfg;
+  ncfg.scheduler = {scheduler_policy::handoff, 1};
+  embedded_node node{test::suite_runtime_config(), ncfg};
+  auto& sys = node.system();
+  // Two actors bounce a message between them until `done`: each hop puts
+  // the other in the worker's slot. The only worker must still run the
+  // caller's request (after 3 slot jobs in a row, it takes the queue's).
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  auto bouncer = [done](caf::event_based_actor* self) {
+    return caf::behavior{[self, done](info_atom, caf::actor other) {
+      self->send(other, info_atom_v, caf::actor_cast<caf::actor>(self));
+      if (done->load())
+        self->quit();
+    }};
+  };
+  auto a = sys.spawn(bouncer);
+  auto b = sys.spawn(bouncer);
+  caf::anon_send(a, info_atom_v, b);
+  auto other = sys.spawn([done]() -> caf::behavior {
+    return {[done](info_atom) {
+      done->store(true);
+      return uint64_t{1};
+    }};
+  });
+  caf::scoped_actor caller{sys};
+  bool answered = false;
+  caller->request(other, 30s, info_atom_v)
+    .receive([&](uint64_t) { answered = true; },
+             [](caf::error& err) { CAF_FAIL("starved: " << to_string(err)); });
+  CAF_CHECK(answered);
+  caller->send_exit(other, caf::exit_reason::user_shutdown);
 }
 
 CAF_TEST(too many scheduler threads are refused at every request naming them) {

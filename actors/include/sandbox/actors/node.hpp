@@ -24,12 +24,17 @@ using first_create_hook
 /// How the actor system of a node schedules its actors (CAF's scheduler).
 enum class scheduler_policy {
   /// Workers share one queue; an idle worker sleeps on a condition variable
-  /// until work arrives. The default: a node's actors exchange a message per
-  /// step of an execution, and a sleeping worker costs nothing.
+  /// until work arrives (CAF's `work_sharing`).
   sharing,
   /// CAF's own default: each worker has a queue and steals from the others;
   /// an idle worker polls for work between short sleeps (CPU even when idle).
   stealing,
+  /// The default: as `sharing`, and an actor that a worker's actor sends a
+  /// message to runs next on that worker instead of waking another one (at
+  /// most 3 in a row; then the worker takes the shared queue's first job).
+  /// A node's actors exchange a message per step of an execution, and the
+  /// step's receiver is usually idle.
+  handoff,
 };
 
 /// The largest `scheduler_config::threads`.
@@ -40,7 +45,7 @@ inline constexpr size_t max_scheduler_threads = 256;
 /// its own actor system (docs/benchmarks.md, "The scheduler", has the
 /// measurements behind the defaults).
 struct scheduler_config {
-  scheduler_policy policy = scheduler_policy::sharing;
+  scheduler_policy policy = scheduler_policy::handoff;
   /// Worker threads, 1 to `max_scheduler_threads`; 0: one per core (CAF's
   /// own default is at least 4, which on a small machine only adds wake-ups).
   size_t threads = 0;
