@@ -7,13 +7,16 @@
 // for every job). An execution's session delegates to its process actor,
 // and the process actor reports to the session: each of these hand-overs
 // cost a wake-up of the other worker, which usually found the job already
-// taken (docs/benchmarks.md, "The scheduler").
+// taken (docs/benchmarks.md, "A hand-off slot per worker").
 //
 // A job waits in the slot only while the worker finishes the job that
 // made it: the worker runs its slot before it looks at the shared queue.
 // After `max_slot_runs` slot jobs in a row, the slot goes to the shared
 // queue, so two actors that keep messaging each other cannot keep a
-// worker from the queue.
+// worker from the queue. A handler that blocked its worker until an actor
+// it messaged answered would wait forever (that actor sits in the slot);
+// no actor of the node waits for an answer inside a handler, and with
+// CAF's `sharing` on one worker such a handler would wait forever as well.
 
 #include <condition_variable>
 #include <list>

@@ -268,8 +268,26 @@ result<void> validate(const node_config& cfg) {
   return {};
 }
 
+namespace {
+
+caf::actor_system::module* make_handoff_coordinator(caf::actor_system& sys) {
+  return new handoff_coordinator(sys);
+}
+
+} // namespace
+
 void configure_scheduler(caf::actor_system_config& cfg,
                          const scheduler_config& sched) {
+  // A second call replaces what a first one chose.
+  using factory = caf::actor_system::module* (*) (caf::actor_system&);
+  auto& mods = cfg.module_factories;
+  mods.erase(std::remove_if(mods.begin(), mods.end(),
+                            [](const auto& f) {
+                              auto* fn = f.template target<factory>();
+                              return fn != nullptr
+                                     && *fn == &make_handoff_coordinator;
+                            }),
+             mods.end());
   switch (sched.policy) {
     case scheduler_policy::sharing:
       cfg.set("scheduler.policy", caf::atom("sharing"));
@@ -281,7 +299,7 @@ void configure_scheduler(caf::actor_system_config& cfg,
       // CAF knows no such policy: the node loads its own scheduler module,
       // and the key only names it.
       cfg.set("scheduler.policy", caf::atom("handoff"));
-      cfg.load<handoff_coordinator>();
+      mods.emplace_back(&make_handoff_coordinator);
       break;
   }
   if (sched.threads > max_scheduler_threads)

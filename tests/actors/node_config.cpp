@@ -135,6 +135,18 @@ CAF_TEST(the embedder chooses the policy and the workers of the node) {
   CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.policy", caf::atom("none")),
                   caf::atom("sharing"));
   CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.max-threads", size_t{0}), 1u);
+  // A second call replaces the first one's choice, the handoff scheduler's
+  // module included.
+  auto modules = cfg.module_factories.size();
+  ncfg.scheduler = {scheduler_policy::handoff, 2};
+  configure_scheduler(cfg, ncfg.scheduler);
+  CAF_CHECK_EQUAL(cfg.module_factories.size(), modules + 1);
+  configure_scheduler(cfg, ncfg.scheduler);
+  CAF_CHECK_EQUAL(cfg.module_factories.size(), modules + 1);
+  configure_scheduler(cfg, {scheduler_policy::stealing, 2});
+  CAF_CHECK_EQUAL(cfg.module_factories.size(), modules);
+  CAF_CHECK_EQUAL(caf::get_or(cfg, "scheduler.policy", caf::atom("none")),
+                  caf::atom("stealing"));
 }
 
 CAF_TEST(a handoff node runs the actor a worker sends to on that worker) {

@@ -52,9 +52,11 @@ struct scheduler_config {
 };
 
 /// Sets `cfg`'s scheduler keys (`scheduler.policy`, `scheduler.max-threads`)
-/// from `sched`; call before the actor system is made. A `threads` value
-/// out of range is left to `validate(node_config)` to report: the keys then
-/// keep their defaults.
+/// from `sched`, and for `handoff` adds the node's scheduler module to
+/// `cfg.module_factories` (CAF has no such policy of its own); call before
+/// the actor system is made. A later call replaces an earlier one's choice.
+/// A `threads` value out of range is left to `validate(node_config)` to
+/// report: the keys then keep their defaults.
 void configure_scheduler(caf::actor_system_config& cfg,
                          const scheduler_config& sched);
 
