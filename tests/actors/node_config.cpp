@@ -27,6 +27,14 @@ uint64_t this_thread() {
   return std::hash<std::thread::id>{}(std::this_thread::get_id());
 }
 
+/// Checks the scheduler of `sys`: the policy's name and the workers.
+void check_scheduler(caf::actor_system& sys, caf::atom_value policy,
+                     size_t workers) {
+  CAF_CHECK_EQUAL(
+    caf::get_or(sys.config(), "scheduler.policy", caf::atom("none")), policy);
+  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), workers);
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -100,11 +108,8 @@ CAF_TEST(an empty port range is refused) {
 CAF_TEST(the node schedules its actors by handoff with a worker per core) {
   embedded_node node{test::suite_runtime_config(), node_config{}};
   auto& sys = node.system();
-  CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
-                              caf::atom("none")),
-                  caf::atom("handoff"));
   auto cores = std::max(1u, std::thread::hardware_concurrency());
-  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), cores);
+  check_scheduler(sys, caf::atom("handoff"), cores);
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
   auto r = s->execute("echo scheduled");
@@ -119,10 +124,7 @@ CAF_TEST(the embedder chooses the policy and the workers of the node) {
   CAF_CHECK(validate(ncfg));
   embedded_node node{test::suite_runtime_config(), ncfg};
   auto& sys = node.system();
-  CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
-                              caf::atom("none")),
-                  caf::atom("stealing"));
-  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), 3u);
+  check_scheduler(sys, caf::atom("stealing"), 3u);
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
   auto r = s->execute("echo stolen");
@@ -154,10 +156,7 @@ CAF_TEST(a handoff node runs the actor a worker sends to on that worker) {
   ncfg.scheduler = {scheduler_policy::handoff, 2};
   embedded_node node{test::suite_runtime_config(), ncfg};
   auto& sys = node.system();
-  CAF_CHECK_EQUAL(caf::get_or(sys.config(), "scheduler.policy",
-                              caf::atom("none")),
-                  caf::atom("handoff"));
-  CAF_CHECK_EQUAL(sys.scheduler().num_workers(), 2u);
+  check_scheduler(sys, caf::atom("handoff"), 2u);
   // `first` hands the request to `second`, which answers with the threads
   // of both: with CAF's `sharing`, the other worker is woken for `second`
   // and often takes it.
