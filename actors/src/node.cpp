@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
-#include "handoff_policy.hpp"
+#include "sandbox/actors/handoff_policy.hpp"
 #include "sandbox/actors/session.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/log.hpp"

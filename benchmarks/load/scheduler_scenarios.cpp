@@ -6,7 +6,8 @@
 //   workers), what `embedded_node` used before it took a scheduler config;
 // - `sharing`, one worker per core: the node's default until 2026-12-04;
 // - `handoff`, one worker per core: `sharing` with a hand-off slot per
-//   worker (actors/src/handoff_policy.hpp), the node's default now;
+//   worker (actors/include/sandbox/actors/handoff_policy.hpp), the node's
+//   default now;
 // - `stealing`, one worker per core;
 // - `stealing`, one worker per core, with polls tuned down: fewer steal
 //   attempts before a worker sleeps, and longer sleeps.

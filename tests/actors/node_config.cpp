@@ -14,6 +14,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
+#include "sandbox/actors/handoff_policy.hpp"
 #include "sandbox/actors/registration.hpp"
 
 using namespace std::chrono_literals;
@@ -22,10 +23,35 @@ using namespace sandbox::actors;
 
 namespace {
 
-/// The calling thread, as a number a message can carry.
-uint64_t this_thread() {
-  return std::hash<std::thread::id>{}(std::this_thread::get_id());
-}
+/// A job the handoff policy only passes around (never resumed).
+struct fake_job : caf::resumable {
+  resume_result resume(caf::execution_unit*, size_t) override {
+    return done;
+  }
+  void intrusive_ptr_add_ref_impl() override {
+  }
+  void intrusive_ptr_release_impl() override {
+  }
+};
+
+/// Just enough of CAF's coordinator and worker for the policy's calls.
+struct fake_coordinator {
+  handoff_policy::coordinator_data d{nullptr};
+  handoff_policy::coordinator_data& data() {
+    return d;
+  }
+};
+
+struct fake_worker {
+  fake_coordinator* p;
+  handoff_policy::worker_data d{nullptr};
+  handoff_policy::worker_data& data() {
+    return d;
+  }
+  fake_coordinator* parent() {
+    return p;
+  }
+};
 
 /// Checks the scheduler of `sys`: the policy's name and the workers.
 void check_scheduler(caf::actor_system& sys, caf::atom_value policy,
@@ -151,36 +177,53 @@ CAF_TEST(the embedder chooses the policy and the workers of the node) {
                   caf::atom("stealing"));
 }
 
-CAF_TEST(a handoff node runs the actor a worker sends to on that worker) {
+CAF_TEST(a handoff worker runs the job its job made ready next) {
+  fake_coordinator coordinator;
+  fake_worker worker{&coordinator};
+  handoff_policy policy;
+  fake_job queued, made, newer, more;
+  auto& queue = coordinator.data().queue;
+  policy.central_enqueue(&coordinator, &queued);
+  CAF_CHECK(policy.dequeue(&worker) == &queued);
+  // A job made ready by the worker's job waits in the slot, not the queue,
+  // and runs next.
+  policy.internal_enqueue(&worker, &made);
+  CAF_CHECK(queue.empty());
+  CAF_CHECK(policy.dequeue(&worker) == &made);
+  // A second one takes the slot; the first goes to the queue, where
+  // another worker can take it.
+  policy.internal_enqueue(&worker, &made);
+  policy.internal_enqueue(&worker, &newer);
+  CAF_REQUIRE_EQUAL(queue.size(), 1u);
+  CAF_CHECK(queue.front() == &made);
+  CAF_CHECK(policy.dequeue(&worker) == &newer);
+  CAF_CHECK(policy.dequeue(&worker) == &made);
+  CAF_CHECK(queue.empty());
+  // After 3 slot jobs in a row, the queue's first job comes first (here
+  // `queued`); the slot's job goes to the queue's end.
+  policy.internal_enqueue(&worker, &made);
+  CAF_CHECK(policy.dequeue(&worker) == &made);
+  policy.internal_enqueue(&worker, &newer);
+  CAF_CHECK(policy.dequeue(&worker) == &newer);
+  policy.internal_enqueue(&worker, &made);
+  CAF_CHECK(policy.dequeue(&worker) == &made);
+  policy.central_enqueue(&coordinator, &queued);
+  policy.internal_enqueue(&worker, &more);
+  CAF_CHECK(policy.dequeue(&worker) == &queued);
+  CAF_CHECK(policy.dequeue(&worker) == &more);
+  // At shutdown, a job left in a slot is cleaned up with the queue's.
+  policy.internal_enqueue(&worker, &made);
+  std::vector<caf::resumable*> left;
+  policy.foreach_resumable(&worker,
+                           [&](caf::resumable* j) { left.push_back(j); });
+  CAF_CHECK(left == std::vector<caf::resumable*>{&made});
+}
+
+CAF_TEST(a handoff node runs what a node runs) {
   node_config ncfg;
   ncfg.scheduler = {scheduler_policy::handoff, 2};
   embedded_node node{test::suite_runtime_config(), ncfg};
-  auto& sys = node.system();
-  check_scheduler(sys, caf::atom("handoff"), 2u);
-  // `first` hands the request to `second`, which answers with the threads
-  // of both: with CAF's `sharing`, the other worker is woken for `second`
-  // and often takes it.
-  auto second = sys.spawn([]() -> caf::behavior {
-    return {
-      [](info_atom, uint64_t first_thread) -> caf::result<uint64_t, uint64_t> {
-        return {first_thread, this_thread()};
-      }};
-  });
-  auto first = sys.spawn([second](caf::event_based_actor* self) {
-    return caf::behavior{[self, second](info_atom) {
-      return self->delegate(second, info_atom_v, this_thread());
-    }};
-  });
-  caf::scoped_actor caller{sys};
-  for (int i = 0; i < 50; ++i)
-    caller->request(first, 10s, info_atom_v)
-      .receive([](uint64_t a, uint64_t b) { CAF_CHECK_EQUAL(a, b); },
-               [](caf::error& err) {
-                 CAF_FAIL("no answer: " << to_string(err));
-               });
-  caller->send_exit(first, caf::exit_reason::user_shutdown);
-  caller->send_exit(second, caf::exit_reason::user_shutdown);
-  // And the node's own work runs on it.
+  check_scheduler(node.system(), caf::atom("handoff"), 2u);
   auto s = blocking_session::create(node, scfg());
   SANDBOX_REQUIRE_OK(s);
   auto r = s->execute("echo handed");

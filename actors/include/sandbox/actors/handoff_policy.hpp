@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <list>
 #include <mutex>
+#include <utility>
 
 #include <caf/policy/unprofiled.hpp>
 #include <caf/resumable.hpp>
