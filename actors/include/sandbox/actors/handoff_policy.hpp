@@ -18,31 +18,20 @@
 // no actor of the node waits for an answer inside a handler, and with
 // CAF's `sharing` on one worker such a handler would wait forever as well.
 
-#include <condition_variable>
-#include <list>
-#include <mutex>
 #include <utility>
 
-#include <caf/policy/unprofiled.hpp>
+#include <caf/policy/work_sharing.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
 namespace sandbox::actors {
 
-class handoff_policy : public caf::policy::unprofiled {
+/// CAF's `work_sharing` (its shared queue, its enqueue, its wait for work)
+/// plus the slot: only what a worker does with its own jobs differs.
+class handoff_policy : public caf::policy::work_sharing {
 public:
   /// Slot jobs a worker runs in a row before it takes the queue's first.
   static constexpr unsigned max_slot_runs = 3;
-
-  using queue_type = std::list<caf::resumable*>;
-
-  struct coordinator_data {
-    explicit coordinator_data(caf::scheduler::abstract_coordinator*) {
-    }
-    queue_type queue;
-    std::mutex lock;
-    std::condition_variable cv;
-  };
 
   struct worker_data {
     explicit worker_data(caf::scheduler::abstract_coordinator*) {
@@ -50,25 +39,6 @@ public:
     caf::resumable* slot = nullptr;
     unsigned slot_runs = 0;
   };
-
-  template <class Coordinator>
-  void enqueue(Coordinator* self, caf::resumable* job) {
-    queue_type l;
-    l.push_back(job);
-    std::unique_lock<std::mutex> guard(d(self).lock);
-    d(self).queue.splice(d(self).queue.end(), l);
-    d(self).cv.notify_one();
-  }
-
-  template <class Coordinator>
-  void central_enqueue(Coordinator* self, caf::resumable* job) {
-    enqueue(self, job);
-  }
-
-  template <class Worker>
-  void external_enqueue(Worker* self, caf::resumable* job) {
-    enqueue(self->parent(), job);
-  }
 
   /// A job made ready by the job this worker runs: the worker's next one.
   /// A job already in the slot goes to the queue: the newest is the one
@@ -78,11 +48,6 @@ public:
     auto& w = d(self);
     if (auto* older = std::exchange(w.slot, job); older != nullptr)
       enqueue(self->parent(), older);
-  }
-
-  template <class Worker>
-  void resume_job_later(Worker* self, caf::resumable* job) {
-    enqueue(self->parent(), job);
   }
 
   template <class Worker>
@@ -96,12 +61,7 @@ public:
       enqueue(self->parent(), std::exchange(w.slot, nullptr));
     }
     w.slot_runs = 0;
-    auto& parent_data = d(self->parent());
-    std::unique_lock<std::mutex> guard(parent_data.lock);
-    parent_data.cv.wait(guard, [&] { return !parent_data.queue.empty(); });
-    auto* job = parent_data.queue.front();
-    parent_data.queue.pop_front();
-    return job;
+    return work_sharing::dequeue(self);
   }
 
   /// At shutdown, after the worker's thread ended.
@@ -109,17 +69,6 @@ public:
   void foreach_resumable(Worker* self, UnaryFunction f) {
     if (auto* job = std::exchange(d(self).slot, nullptr); job != nullptr)
       f(job);
-  }
-
-  template <class Coordinator, class UnaryFunction>
-  void foreach_central_resumable(Coordinator* self, UnaryFunction f) {
-    std::unique_lock<std::mutex> guard(d(self).lock);
-    auto& queue = d(self).queue;
-    while (!queue.empty()) {
-      auto* job = queue.front();
-      queue.pop_front();
-      f(job);
-    }
   }
 };
 
