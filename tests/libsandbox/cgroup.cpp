@@ -187,8 +187,12 @@ CAF_TEST(children are born in their cgroup on both launch paths) {
 
 CAF_TEST(a child starts with default signals an empty mask and no extra fds) {
   // The node ignores SIGPIPE and blocks signals in threads; none of it may
-  // reach a child (nor glibc's internal signals 32 and 33).
+  // reach a child (nor glibc's internal signals 32 and 33). The child
+  // resets what its /proc/self/status names as ignored or caught: one
+  // ignored signal in each half of the mask, and a caught one.
   auto old = ::signal(SIGPIPE, SIG_IGN);
+  auto old_high = ::signal(SIGRTMIN + 8, SIG_IGN);
+  auto old_usr2 = ::signal(SIGUSR2, [](int) {});
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, SIGUSR1);
@@ -206,6 +210,8 @@ CAF_TEST(a child starts with default signals an empty mask and no extra fds) {
   }
   sandbox::force_clone_fallback(false);
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  ::signal(SIGUSR2, old_usr2);
+  ::signal(SIGRTMIN + 8, old_high);
   ::signal(SIGPIPE, old);
 }
 
