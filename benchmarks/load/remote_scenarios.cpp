@@ -226,10 +226,14 @@ std::vector<row> run_remote(const options& opt) {
     tls_client = std::move(*c);
   }
   std::vector<contender> all;
-  all.push_back(contender{"embedded", &embedded_node});
-  all.push_back(contender{"plain", plain_client->get()});
+  auto add = [&all](std::string kind, actors::basic_node* node) {
+    all.emplace_back().kind = std::move(kind);
+    all.back().node = node;
+  };
+  add("embedded", &embedded_node);
+  add("plain", plain_client->get());
   if (tls_client)
-    all.push_back(contender{"tls", tls_client.get()});
+    add("tls", tls_client.get());
   for (auto& c : all) {
     open_sessions(c, opt);
     measure_exec(c, opt);

@@ -95,36 +95,36 @@ embedded_with(const options& opt, actors::scheduler_config sched) {
 
 std::vector<candidate> candidates() {
   using actors::scheduler_policy;
+  using maker = decltype(candidate::make);
   std::vector<candidate> out;
-  out.push_back(
-    {"CAF default (stealing, max(4, cores) workers)", [](const options& opt) {
-       return embedded_with(opt, {scheduler_policy::stealing,
-                                  std::max<size_t>(4, cores())});
-     }});
-  out.push_back({"sharing, 1 worker per core", [](const options& opt) {
-                   return embedded_with(opt, {scheduler_policy::sharing, 0});
-                 }});
-  out.push_back(
-    {"handoff, 1 worker per core (default)", [](const options& opt) {
-       return embedded_with(opt, {scheduler_policy::handoff, 0});
-     }});
-  out.push_back({"stealing, 1 worker per core", [](const options& opt) {
-                   return embedded_with(opt, {scheduler_policy::stealing, 0});
-                 }});
-  out.push_back(
-    {"stealing, 1 worker per core, tuned polls", [](const options& opt) {
-       return std::make_unique<keyed_node>(
-         node_config(opt), [](caf::actor_system_config& cfg) {
-           actors::configure_scheduler(cfg,
-                                       {actors::scheduler_policy::stealing, 0});
-           // CAF's defaults: 100 aggressive polls, 500 moderate ones 50 us
-           // apart, then 10 ms sleeps.
-           cfg.set("work-stealing.aggressive-poll-attempts", size_t{10});
-           cfg.set("work-stealing.moderate-poll-attempts", size_t{10});
-           cfg.set("work-stealing.moderate-sleep-duration",
-                   caf::timespan{500us});
-         });
-     }});
+  auto add = [&out](std::string name, maker make) {
+    out.emplace_back().name = std::move(name);
+    out.back().make = std::move(make);
+  };
+  add("CAF default (stealing, max(4, cores) workers)", [](const options& opt) {
+    return embedded_with(opt, {scheduler_policy::stealing,
+                               std::max<size_t>(4, cores())});
+  });
+  add("sharing, 1 worker per core", [](const options& opt) {
+    return embedded_with(opt, {scheduler_policy::sharing, 0});
+  });
+  add("handoff, 1 worker per core (default)", [](const options& opt) {
+    return embedded_with(opt, {scheduler_policy::handoff, 0});
+  });
+  add("stealing, 1 worker per core", [](const options& opt) {
+    return embedded_with(opt, {scheduler_policy::stealing, 0});
+  });
+  add("stealing, 1 worker per core, tuned polls", [](const options& opt) {
+    return std::make_unique<keyed_node>(
+      node_config(opt), [](caf::actor_system_config& cfg) {
+        actors::configure_scheduler(cfg, {scheduler_policy::stealing, 0});
+        // CAF's defaults: 100 aggressive polls, 500 moderate ones 50 us
+        // apart, then 10 ms sleeps.
+        cfg.set("work-stealing.aggressive-poll-attempts", size_t{10});
+        cfg.set("work-stealing.moderate-poll-attempts", size_t{10});
+        cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{500us});
+      });
+  });
   return out;
 }
 

@@ -213,6 +213,9 @@ def generate(source_dir, out_path):
 #pragma GCC diagnostic ignored "-Wunused-but-set-variable"
 #pragma GCC diagnostic ignored "-Wunused-result"
 #pragma GCC diagnostic ignored "-Wunused-value"
+// A fragment is a piece of a function body: it may return early from the
+// function it stands in (`if (!node) return node.error();`) and go on.
+#pragma GCC diagnostic ignored "-Wreturn-type"
 
 {chr(10).join(units)}
 int main(int argc, char** argv) {{
