@@ -185,8 +185,11 @@ result<exec_result> run_until_streamed(Run run, const std::string& line,
   }
 }
 
+/// The test child as commands in a session reach it (a copy outside /tmp
+/// when the build tree is below it: temp_dir.hpp).
 inline const char* test_child() {
-  return SANDBOX_TEST_CHILD;
+  static const std::string path = visible_program(SANDBOX_TEST_CHILD);
+  return path.c_str();
 }
 
 } // namespace sandbox::test

@@ -111,7 +111,7 @@ CAF_TEST(a command reaches an allowed host server and no other port) {
     ::send(c, "pong\n", 5, MSG_NOSIGNAL);
     ::close(c);
   }};
-  auto child = std::string{SANDBOX_TEST_CHILD};
+  auto child = sandbox::test::visible_program(SANDBOX_TEST_CHILD);
   auto r = sandbox_cli("--isolation contained --allow-net 127.0.0.1:"
                        + std::to_string(allowed.port) + " run -- " + child
                        + " fetch " + std::to_string(allowed.port));

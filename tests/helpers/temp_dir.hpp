@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -46,20 +47,34 @@ struct temp_dir {
   }
 };
 
-/// A scratch directory in the current directory (the build tree), not
-/// under /tmp: a contained session's /tmp is its own, so what lies in the
-/// host's /tmp is not in its view at all, and a write there lands in its
-/// private /tmp. Paths a contained session sees but may not
-/// change live here.
+/// Whether `path` (absolute, without symbolic links) is below /tmp, which
+/// a contained session replaces with a /tmp of its own: what lies there on
+/// the host is out of the session's sight.
+inline bool below_tmp(const std::string& path) {
+  return path == "/tmp" || path.rfind("/tmp/", 0) == 0;
+}
+
+/// Where tests keep what a contained session must see on the host but may
+/// not change: the current directory (the build tree), or /var/tmp when
+/// the build tree is below /tmp (a checkout cloned there).
+inline std::string visible_base() {
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof(cwd)) == nullptr)
+    throw std::runtime_error("getcwd failed");
+  return below_tmp(cwd) ? std::string{"/var/tmp"} : std::string{cwd};
+}
+
+/// A scratch directory a contained session sees but may not change (in
+/// `visible_base()`); removed with its contents at the end of the test.
 struct outside_dir {
   std::string path;
 
   outside_dir() {
-    char tmpl[] = "sandbox-outside-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr)
-      throw std::runtime_error("mkdtemp failed in the current directory");
+    auto tmpl = visible_base() + "/sandbox-outside-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr)
+      throw std::runtime_error("mkdtemp failed in " + tmpl);
     char real[PATH_MAX];
-    if (::realpath(tmpl, real) == nullptr)
+    if (::realpath(tmpl.c_str(), real) == nullptr)
       throw std::runtime_error("realpath failed");
     path = real;
   }
@@ -69,6 +84,27 @@ struct outside_dir {
     if (std::system(cmd.c_str()) != 0)
       return;
   }
+
+  outside_dir(const outside_dir&) = delete;
+  outside_dir& operator=(const outside_dir&) = delete;
 };
+
+/// A test program that commands inside sessions run (the test child):
+/// `built` itself, or, when the build tree is below /tmp and so out of a
+/// contained session's sight, a copy in an `outside_dir` kept until the
+/// test program exits.
+inline std::string visible_program(const std::string& built) {
+  if (!below_tmp(built))
+    return built;
+  static outside_dir copies;
+  auto name = built.substr(built.rfind('/') + 1);
+  auto copy = copies.path + "/" + name;
+  if (::access(copy.c_str(), X_OK) != 0) {
+    std::string cmd = "cp '" + built + "' '" + copy + "'";
+    if (std::system(cmd.c_str()) != 0)
+      throw std::runtime_error("cannot copy " + built + " to " + copy);
+  }
+  return copy;
+}
 
 } // namespace sandbox::test
