@@ -12,15 +12,16 @@ using namespace sandbox::actors;
 
 namespace {
 
-/// A node whose grace period is far longer than any test may take: a
-/// SIGTERM that cannot act makes the test hang, not pass.
+/// A node whose grace period is far longer than the suite's time limit: a
+/// SIGTERM that cannot act makes the test hang (and the suite's watchdog
+/// fail it), not pass.
 struct fixture {
   test::temp_dir dir;
   embedded_node node{config()};
 
   static runtime_config config() {
     auto cfg = test::suite_runtime_config();
-    cfg.stop.grace = 30s;
+    cfg.stop.grace = 1h;
     cfg.reap_all_orphans = true;
     return cfg;
   }
@@ -69,12 +70,10 @@ CAF_TEST(a stopped descendant does not hold a timeout back for the grace) {
   auto marker = test::node_fixture::marker(s);
   exec_options opts;
   opts.timeout = 1s;
-  auto begin = std::chrono::steady_clock::now();
+  // Without SIGCONT this result would come only after the whole grace
+  // (an hour, past the suite's time limit).
   auto r = s.execute(std::string{self_stopping} + "; wait", opts);
-  auto took = std::chrono::steady_clock::now() - begin;
   SANDBOX_REQUIRE_OK(r);
-  // Without SIGCONT this result would come only after the whole grace.
-  CAF_CHECK(took < config().stop.grace / 2);
   CAF_CHECK(r->reason == exit_reason::timeout);
   CAF_CHECK_EQUAL(r->stdout_data, "stopped\n");
   CAF_CHECK_EQUAL(test::processes_with(marker), 0u);
