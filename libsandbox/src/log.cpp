@@ -16,7 +16,10 @@ std::shared_ptr<spdlog::logger> logger() {
   if (auto found = spdlog::get(logger_name))
     return found;
   try {
-    return spdlog::stderr_color_mt(logger_name);
+    // Quiet unless asked: warnings and errors only, as the CLI's default.
+    auto made = spdlog::stderr_color_mt(logger_name);
+    made->set_level(spdlog::level::warn);
+    return made;
   } catch (const spdlog::spdlog_ex&) {
     // Registered meanwhile by the embedder.
     if (auto found = spdlog::get(logger_name))

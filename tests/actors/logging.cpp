@@ -97,9 +97,10 @@ CAF_TEST(an embedded node writes nothing to stdout and tags its lines) {
   auto out = dir.at("out");
   auto err = dir.at("err");
   auto status = in_child(out, err, [&] {
-    // Every line the library has, to stderr (the logger it makes).
+    // Every line the library has, to stderr (the logger it makes, which
+    // starts at warn).
     spdlog::drop(log::logger_name);
-    spdlog::set_level(spdlog::level::debug);
+    log::logger()->set_level(spdlog::level::debug);
     return embed_and_run(dir.path);
   });
   CAF_CHECK_EQUAL(status, 0);
@@ -120,6 +121,24 @@ CAF_TEST(an embedded node writes nothing to stdout and tags its lines) {
     if (has(line, "created in") || has(line, "launched pid")
         || has(line, "stopped:"))
       CAF_CHECK(has(line, "[s-"));
+}
+
+CAF_TEST(the logger the library makes is quiet at info) {
+  test::temp_dir dir;
+  auto out = dir.at("out");
+  auto err = dir.at("err");
+  auto status = in_child(out, err, [&] {
+    spdlog::drop(log::logger_name);
+    int rc = embed_and_run(dir.path);
+    if (log::logger()->level() != spdlog::level::warn)
+      rc = 1;
+    return rc;
+  });
+  CAF_CHECK_EQUAL(status, 0);
+  auto logged = slurp(err);
+  CAF_CHECK(!has(logged, "node start: containment "));
+  CAF_CHECK(!has(logged, "created in"));
+  CAF_CHECK_EQUAL(slurp(out), "");
 }
 
 CAF_TEST(an embedder routes the lines through its own logger) {

@@ -17,7 +17,8 @@ inline constexpr const char* logger_name = "sandbox";
 
 /// The library's logger: the one registered with spdlog under
 /// `logger_name`, or, when none is, a new one writing to stderr (never
-/// stdout), registered under that name at spdlog's global level. An
+/// stdout), registered under that name at level `warn` (change it with
+/// `logger()->set_level(...)`, or with spdlog::set_level once it exists). An
 /// embedder routes or silences the library's lines by registering its own
 /// logger under that name before the library logs (or by dropping the one
 /// the library made and registering another).
