@@ -1,5 +1,7 @@
 # The two commands: `make demo` and `make test`. Both install what they need.
 BUILD_DIR ?= build
+# The sub-makes of `cmake --build` do not announce their directories.
+MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 
@@ -23,8 +25,8 @@ TSAN_LOGS := $(CURDIR)/build-tsan/tsan-logs
 # first thread. The child is a fresh node, checked like any other process.
 TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1:symbolize=0:handle_abort=1:die_after_fork=0:suppressions=$(SAN_SUPP)/tsan.supp:log_path=$(TSAN_LOGS)/tsan
 
-.PHONY: deps configure build test demo bench clean test-asan test-tsan \
-	package test-package
+.PHONY: deps configure build build-tests test test-stress demo bench clean \
+	test-asan test-tsan package test-package
 
 deps:
 	@scripts/install-deps
@@ -32,11 +34,23 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
 
+# The libraries, the CLI, the demo and the man page (the default target).
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE package
+# Every program the suites run (target sandbox_tests).
+build-tests: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target sandbox_tests
+
+# Every suite but the package and stress entries.
+test: build-tests
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE 'package|stress'
+
+# The stress and soak entries (label stress): the full sizes of the
+# properties `make test` checks smaller, and the contained runs of the
+# suites isolation cannot change (tests/CMakeLists.txt). Not in CI.
+test-stress: build-tests
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L stress
 
 # The Debian package (CPack, cmake/install.cmake), into $(BUILD_DIR)/package.
 package: build
@@ -45,12 +59,13 @@ package: build
 # The package.* suites (tests/package): the CMake package used three ways,
 # sandbox.pc, and the .deb. One at a time: each builds with every core.
 test-package: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -L package
+	@cd $(BUILD_DIR) && ctest --output-on-failure -L package -LE stress
 
 demo: build
 	@$(BUILD_DIR)/bin/sandbox-demo
 
 bench: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target sandbox_benchmarks
 	@$(BUILD_DIR)/bin/sandbox-load
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over every suite.
@@ -58,17 +73,17 @@ test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DSANDBOX_SANITIZE=address,undefined \
 	  -DSANDBOX_BUILD_BENCHMARKS=OFF >/dev/null
-	@cmake --build build-asan -j $(JOBS)
-	@cd build-asan && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS)
+	@cmake --build build-asan -j $(JOBS) --target sandbox_tests
+	@cd build-asan && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS) -LE stress
 
 # ThreadSanitizer over every suite.
 test-tsan: deps
 	@cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DSANDBOX_SANITIZE=thread \
 	  -DSANDBOX_BUILD_BENCHMARKS=OFF >/dev/null
-	@cmake --build build-tsan -j $(JOBS)
+	@cmake --build build-tsan -j $(JOBS) --target sandbox_tests
 	@rm -rf $(TSAN_LOGS) && mkdir -p -m 1777 $(TSAN_LOGS)
-	@cd build-tsan && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS); \
+	@cd build-tsan && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS) -LE stress; \
 	  status=$$?; \
 	  reports=$$(grep -l 'WARNING: ThreadSanitizer' $(TSAN_LOGS)/* 2>/dev/null); \
 	  if [ -n "$$reports" ]; then cat $$reports; \

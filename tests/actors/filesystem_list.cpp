@@ -218,6 +218,7 @@ CAF_TEST(S16 symlink loops do not make the walk loop) {
 }
 
 CAF_TEST(S16 a 200000 entry tree lists in bounded memory) {
+  SANDBOX_SKIP_MEMORY_TEST_IF_SANITIZED();
   // 100 directories of 2000 names each, all but one per directory hard
   // links (ext4 allows 65000 per inode): fast to create, and each
   // directory is small next to the tree.

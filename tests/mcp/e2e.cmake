@@ -21,7 +21,10 @@ if(SANDBOX_NODE AND SANDBOX_NPM)
     WORKING_DIRECTORY ${mcp_client_dir}
     COMMENT "Installing the MCP SDK client of mcp.e2e (npm ci)"
     VERBATIM)
-  add_custom_target(sandbox-mcp-client ALL DEPENDS ${stamp})
+  # Part of `sandbox_tests` (`make test`), not of the default target: `make
+  # build` and `make demo` need no npm registry.
+  add_custom_target(sandbox-mcp-client DEPENDS ${stamp})
+  add_dependencies(sandbox_tests sandbox-mcp-client)
   add_test(NAME mcp.e2e
            COMMAND ${SANDBOX_NODE} ${mcp_client_dir}/e2e.mjs
                    $<TARGET_FILE:sandbox_cli>
