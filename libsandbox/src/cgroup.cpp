@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -64,19 +63,10 @@ error unsupported(std::string why) {
 /// process is gone.
 unsigned long long start_time_of(const std::string& stat_path) {
   std::string text;
-  if (!read_small_file(stat_path, text))
+  proc_stat st;
+  if (!read_small_file(stat_path, text) || !parse_proc_stat(text, st))
     return 0;
-  auto close = text.rfind(')');
-  if (close == std::string::npos)
-    return 0;
-  std::istringstream in{text.substr(close + 2)};
-  std::string field;
-  // After ") ": state is field 3; start time is field 22.
-  for (int i = 3; i < 22 && in >> field; ++i)
-    ;
-  unsigned long long start = 0;
-  in >> start;
-  return start;
+  return st.start_time;
 }
 
 unsigned long long own_start_time() {

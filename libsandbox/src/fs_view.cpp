@@ -337,39 +337,54 @@ session_view::resolve(const std::string& abs, std::string_view verb, mode m,
   return r;
 }
 
-result<std::string> session_view::read_file(const std::string& abs,
-                                            denial* refused) const {
-  auto r = resolve(abs, "read", mode::object, false, refused);
+namespace {
+
+/// Runs `call` on what `r` resolved (its host path); an error of either
+/// names the path as the session sees it.
+template <class Resolved, class Call>
+auto on_host(result<Resolved> r, Call&& call) -> decltype(call(*r)) {
   if (!r)
     return r.error();
-  auto out = fs::read_file(r->host);
+  auto out = call(*r);
   if (!out)
     return r->show(out.error());
   return out;
+}
+
+/// `list` of what is not a directory: ENOTDIR, naming `abs`.
+template <class Resolved>
+result<void> check_dir(const Resolved& r, const std::string& abs) {
+  if (!r.is_dir)
+    return make_errno_error(ENOTDIR, fmt::format("list {}", abs));
+  return {};
+}
+
+} // namespace
+
+result<std::string> session_view::read_file(const std::string& abs,
+                                            denial* refused) const {
+  return on_host(resolve(abs, "read", mode::object, false, refused),
+                 [](const resolved& r) { return fs::read_file(r.host); });
 }
 
 result<std::string>
 session_view::read_text(const std::string& abs, uint64_t start_line,
                         uint64_t end_line, denial* refused) const {
-  auto r = resolve(abs, "read", mode::object, false, refused);
-  if (!r)
-    return r.error();
-  auto out = fs::read_text(r->host, start_line, end_line);
-  if (!out)
-    return r->show(out.error());
-  return out;
+  return on_host(resolve(abs, "read", mode::object, false, refused),
+                 [&](const resolved& r) {
+                   return fs::read_text(r.host, start_line, end_line);
+                 });
 }
 
 result<file_reader> session_view::open_reader(const std::string& abs,
                                               denial* refused) const {
-  auto r = resolve(abs, "read", mode::object, false, refused);
-  if (!r)
-    return r.error();
-  auto out = file_reader::open(r->host);
-  if (!out)
-    return r->show(out.error());
-  out->show_as(abs);
-  return out;
+  return on_host(resolve(abs, "read", mode::object, false, refused),
+                 [&](const resolved& r) {
+                   auto out = file_reader::open(r.host);
+                   if (out)
+                     out->show_as(abs);
+                   return out;
+                 });
 }
 
 result<atomic_writer>
@@ -377,21 +392,19 @@ session_view::open_writer(const std::string& abs,
                           std::optional<std::string> if_version,
                           denial* refused) const {
   auto r = resolve(abs, "write", mode::make_parents, true, refused);
-  if (!r) {
-    // As `atomic_writer::open`: a path ending in `/` names no file.
-    if (r.error().code == errc::path_not_found && names_directory(abs)
-        && (refused == nullptr || refused->path.empty()))
-      return error{errc::invalid_argument,
-                   fmt::format("write {}: the path does not name a file (a "
-                               "path ending in '/' names a directory)",
-                               abs)};
-    return r.error();
-  }
-  auto out = atomic_writer::open(r->host, std::move(if_version));
-  if (!out)
-    return r->show(out.error());
-  out->show_as(abs);
-  return out;
+  // As `atomic_writer::open`: a path ending in `/` names no file.
+  if (!r && r.error().code == errc::path_not_found && names_directory(abs)
+      && (refused == nullptr || refused->path.empty()))
+    return error{errc::invalid_argument,
+                 fmt::format("write {}: the path does not name a file (a "
+                             "path ending in '/' names a directory)",
+                             abs)};
+  return on_host(std::move(r), [&](const resolved& r) {
+    auto out = atomic_writer::open(r.host, std::move(if_version));
+    if (out)
+      out->show_as(abs);
+    return out;
+  });
 }
 
 result<void> session_view::write_file(const std::string& abs,
@@ -408,13 +421,8 @@ result<void> session_view::write_file(const std::string& abs,
 
 result<void> session_view::remove_file(const std::string& abs,
                                        denial* refused) const {
-  auto r = resolve(abs, "remove", mode::entry, true, refused);
-  if (!r)
-    return r.error();
-  auto out = fs::remove_file(r->host);
-  if (!out)
-    return r->show(out.error());
-  return out;
+  return on_host(resolve(abs, "remove", mode::entry, true, refused),
+                 [](const resolved& r) { return fs::remove_file(r.host); });
 }
 
 result<std::vector<dir_entry>> session_view::list_files(const std::string& abs,
@@ -422,8 +430,8 @@ result<std::vector<dir_entry>> session_view::list_files(const std::string& abs,
   auto r = resolve(abs, "list", mode::object, false, refused);
   if (!r)
     return r.error();
-  if (!r->is_dir)
-    return make_errno_error(ENOTDIR, fmt::format("list {}", abs));
+  if (auto dir = check_dir(*r, abs); !dir)
+    return dir.error();
   auto out = fs::list_files(r->host);
   if (!out)
     return r->show(out.error());
@@ -456,27 +464,21 @@ result<std::vector<dir_entry>> session_view::list_files(const std::string& abs,
 result<tree_walker> session_view::open_walker(const std::string& abs,
                                               uint32_t max_depth,
                                               denial* refused) const {
-  auto r = resolve(abs, "list", mode::object, false, refused);
-  if (!r)
-    return r.error();
-  if (!r->is_dir)
-    return make_errno_error(ENOTDIR, fmt::format("list {}", abs));
-  auto out = tree_walker::open(r->host, max_depth);
-  if (!out)
-    return r->show(out.error());
-  out->show_as(abs);
-  return out;
+  return on_host(resolve(abs, "list", mode::object, false, refused),
+                 [&](const resolved& r) -> result<tree_walker> {
+                   if (auto dir = check_dir(r, abs); !dir)
+                     return dir.error();
+                   auto out = tree_walker::open(r.host, max_depth);
+                   if (out)
+                     out->show_as(abs);
+                   return out;
+                 });
 }
 
 result<file_stat> session_view::stat(const std::string& abs,
                                      denial* refused) const {
-  auto r = resolve(abs, "stat", mode::entry, false, refused);
-  if (!r)
-    return r.error();
-  auto out = stat_path(r->host);
-  if (!out)
-    return r->show(out.error());
-  return out;
+  return on_host(resolve(abs, "stat", mode::entry, false, refused),
+                 [](const resolved& r) { return stat_path(r.host); });
 }
 
 } // namespace sandbox::fs

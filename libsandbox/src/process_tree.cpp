@@ -15,23 +15,24 @@
 
 namespace sandbox {
 
-namespace {
 
-// /proc/PID/stat: "pid (comm) state ppid pgrp ..." where comm may contain
-// spaces and parentheses, so parse from the last ')'.
-bool parse_stat(const std::string& text, proc_entry& e) {
+bool parse_proc_stat(std::string_view text, proc_stat& out) {
   auto close = text.rfind(')');
-  if (close == std::string::npos || close + 2 >= text.size())
+  if (close == std::string_view::npos || close + 2 >= text.size())
     return false;
-  const char* p = text.c_str() + close + 2;
-  e.state = *p;
+  // Past ") ": field 3 (state) onwards, space-separated numbers.
+  std::string rest{text.substr(close + 2)};
+  const char* p = rest.c_str();
+  out.state = *p++;
   char* end = nullptr;
-  e.ppid = static_cast<pid_t>(std::strtol(p + 1, &end, 10));
-  e.pgid = static_cast<pid_t>(std::strtol(end, &end, 10));
+  out.ppid = static_cast<pid_t>(std::strtol(p, &end, 10));
+  out.pgid = static_cast<pid_t>(std::strtol(end, &end, 10));
+  // Fields 6 to 21, then the start time.
+  for (int field = 6; field < 22 && *end != '\0'; ++field)
+    std::strtoull(end, &end, 10);
+  out.start_time = std::strtoull(end, &end, 10);
   return true;
 }
-
-} // namespace
 
 bool read_small_file(const std::string& path, std::string& out) {
   unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -65,8 +66,13 @@ std::vector<proc_entry> proc_snapshot() {
     proc_entry e;
     e.pid = static_cast<pid_t>(std::atoi(ent->d_name));
     std::snprintf(path, sizeof(path), "/proc/%d/stat", e.pid);
-    if (read_small_file(path, text) && parse_stat(text, e))
+    proc_stat st;
+    if (read_small_file(path, text) && parse_proc_stat(text, st)) {
+      e.state = st.state;
+      e.ppid = st.ppid;
+      e.pgid = st.pgid;
       result.push_back(e);
+    }
   }
   ::closedir(dir);
   return result;

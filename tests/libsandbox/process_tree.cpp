@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <string>
 #include <vector>
 
 #include "sandbox/proc_stats.hpp"
@@ -60,4 +61,24 @@ CAF_TEST(reading proc leaves no descriptor open) {
     (void) sandbox::environ_has_prefix(::getpid(), "PATH=");
   }
   CAF_CHECK_EQUAL(sandbox::open_fd_count(), before);
+}
+
+CAF_TEST(a stat line parses from its last parenthesis) {
+  // comm may hold spaces and parentheses: ") (" must not fool the parser.
+  std::string line = "4242 (a) (b c) S 17 4242 4242 0 -1 4194560 100 0 0 0 "
+                     "1 2 0 0 20 0 1 0 987654 1000 100";
+  sandbox::proc_stat st;
+  CAF_REQUIRE(sandbox::parse_proc_stat(line, st));
+  CAF_CHECK_EQUAL(st.state, 'S');
+  CAF_CHECK_EQUAL(st.ppid, 17);
+  CAF_CHECK_EQUAL(st.pgid, 4242);
+  CAF_CHECK_EQUAL(st.start_time, 987654u);
+  CAF_CHECK(!sandbox::parse_proc_stat("no parenthesis here", st));
+  // Our own line: the parent and the start time /proc/self/stat gives.
+  std::string self;
+  CAF_REQUIRE(sandbox::read_small_file("/proc/self/stat", self));
+  CAF_REQUIRE(sandbox::parse_proc_stat(self, st));
+  CAF_CHECK_EQUAL(st.ppid, ::getppid());
+  CAF_CHECK_EQUAL(st.pgid, ::getpgrp());
+  CAF_CHECK(st.start_time > 0u);
 }

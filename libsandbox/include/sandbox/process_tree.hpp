@@ -27,6 +27,23 @@ struct proc_entry {
 /// (errno says why).
 bool read_small_file(const std::string& path, std::string& out);
 
+/// The fields of a /proc/PID/stat line that the library reads.
+struct proc_stat {
+  /// Field 3: the state letter.
+  char state = '?';
+  /// Field 4 and 5: the parent and the process group.
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  /// Field 22: the start time in clock ticks after boot (with the pid, it
+  /// names a process uniquely across pid reuse).
+  unsigned long long start_time = 0;
+};
+
+/// Parses a /proc/PID/stat line ("pid (comm) state ppid pgrp ..."; comm
+/// may hold spaces and parentheses, so from the last ')'); false when it
+/// is not one.
+bool parse_proc_stat(std::string_view text, proc_stat& out);
+
 /// Reads every process of the system from /proc. Processes that vanish
 /// while being read are skipped.
 std::vector<proc_entry> proc_snapshot();
