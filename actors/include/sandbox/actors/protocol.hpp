@@ -115,7 +115,8 @@ struct session_info {
   std::string home_directory;
   /// The leased TCP port; 0 when the session holds no lease.
   uint16_t port = 0;
-  /// Children currently running.
+  /// Direct children still running: executions under way and spawned
+  /// processes (not the background jobs an execution left behind).
   uint32_t children = 0;
   bool stopped = false;
   /// How the node holds the session's processes.
