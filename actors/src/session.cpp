@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -680,6 +681,11 @@ void maybe_complete_stop(self_ptr self) {
   st.contained.reset();
   st.read_cover.reset();
   st.cgroup_limits.reset();
+  // A working directory the node made for the session goes with it when
+  // the session left nothing there (one rmdir: it fails on a directory
+  // that holds anything, which stays for whoever wants its files).
+  if (st.p.own_working_directory)
+    ::rmdir(st.p.working_directory.c_str());
   // §22: the leased port is free again once nothing of the session runs,
   // before the receipt goes out: whoever got it can lease the port again.
   if (st.p.lease) {
@@ -996,9 +1002,12 @@ result<session_params> make_session_params(runtime_ptr rt,
   }
   p.id = make_uuid_v4();
   std::string requested = cfg.working_directory;
-  if (requested.empty())
-    requested = base_directory.empty() ? std::string{"."}
-                                       : base_directory + "/" + p.id;
+  if (requested.empty() && !base_directory.empty()) {
+    requested = base_directory + "/" + p.id;
+    p.own_working_directory = true;
+  } else if (requested.empty()) {
+    requested = ".";
+  }
   auto wd = make_directories(fs::resolve(*cwd, requested), "working directory");
   if (!wd)
     return wd.error();

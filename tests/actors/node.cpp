@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <set>
 
@@ -118,6 +119,30 @@ CAF_TEST(S18 home defaults to a private home under TMPDIR) {
                                           + "/home");
   // Without a working directory the session gets its own under the base.
   CAF_CHECK_EQUAL(info->working_directory, dir.path + "/sessions/" + info->id);
+}
+
+CAF_TEST(a working directory the node made goes with its session when empty) {
+  embedded_node node{rcfg(), ncfg()};
+  auto left_empty = blocking_session::create(node, scfg());
+  auto left_files = blocking_session::create(node, scfg());
+  SANDBOX_REQUIRE_OK(left_empty);
+  SANDBOX_REQUIRE_OK(left_files);
+  auto empty_dir = left_empty->info().value().working_directory;
+  auto files_dir = left_files->info().value().working_directory;
+  SANDBOX_REQUIRE_OK(left_empty->execute("true"));
+  SANDBOX_REQUIRE_OK(left_files->execute("echo kept > result.txt"));
+  SANDBOX_REQUIRE_OK(left_empty->stop());
+  SANDBOX_REQUIRE_OK(left_files->stop());
+  struct stat st;
+  CAF_CHECK_NOT_EQUAL(::stat(empty_dir.c_str(), &st), 0);
+  CAF_CHECK_EQUAL(::stat((files_dir + "/result.txt").c_str(), &st), 0);
+  // A working directory the caller named stays, empty or not.
+  auto cfg = scfg();
+  cfg.working_directory = dir.path + "/named";
+  auto named = blocking_session::create(node, cfg);
+  SANDBOX_REQUIRE_OK(named);
+  SANDBOX_REQUIRE_OK(named->stop());
+  CAF_CHECK_EQUAL(::stat(cfg.working_directory.c_str(), &st), 0);
 }
 
 CAF_TEST(S18 1000 sessions created concurrently get distinct ports) {

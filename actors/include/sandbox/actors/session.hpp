@@ -21,6 +21,10 @@ struct session_params {
   std::string id;
   /// Absolute, existing.
   std::string working_directory;
+  /// The node made `working_directory` for this session (`<base>/<id>`,
+  /// no working directory asked for): the stop removes it when it is
+  /// empty, so that ephemeral sessions leave nothing behind.
+  bool own_working_directory = false;
   /// Absolute; becomes HOME (§4). Exists unless `private_home` is set.
   std::string home_directory;
   /// `home_directory` is the default home: the session makes it (private
