@@ -2,7 +2,10 @@
 #include "sandbox/read_guard.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/landlock.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
@@ -33,27 +36,6 @@
 #include "sandbox/process_tree.hpp"
 #include "sandbox/reactor.hpp"
 
-#ifndef SYS_clone3
-#  define SYS_clone3 435
-#endif
-#ifndef SYS_open_tree
-#  define SYS_open_tree 428
-#endif
-#ifndef SYS_move_mount
-#  define SYS_move_mount 429
-#endif
-#ifndef SYS_openat2
-#  define SYS_openat2 437
-#endif
-#ifndef SYS_pidfd_send_signal
-#  define SYS_pidfd_send_signal 424
-#endif
-#ifndef SYS_close_range
-#  define SYS_close_range 436
-#endif
-#ifndef CLONE_PIDFD
-#  define CLONE_PIDFD 0x00001000
-#endif
 // Linux 6.2 (Landlock ABI 3); Debian 12's headers predate it.
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #  define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
@@ -357,7 +339,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   for (size_t i = 0; i < p->nkeeps; ++i) {
     auto& k = p->keeps[i];
     r = child_sys(SYS_open_tree, AT_FDCWD, reinterpret_cast<long>(k.path),
-                  1 /* OPEN_TREE_CLONE */ | O_CLOEXEC | AT_RECURSIVE);
+                  OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
     if (r < 0) {
       stage = init_open_tree;
       goto fail;
@@ -373,7 +355,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
     if (m.tree >= 0)
       r = child_sys(SYS_move_mount, m.tree, reinterpret_cast<long>(""),
                     AT_FDCWD, reinterpret_cast<long>(m.path),
-                    4 /* MOVE_MOUNT_F_EMPTY_PATH */);
+                    MOVE_MOUNT_F_EMPTY_PATH);
     else if (m.source != nullptr)
       r = child_sys(SYS_mount, reinterpret_cast<long>(m.source),
                     reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
@@ -403,8 +385,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
       }
     }
     r = child_sys(SYS_move_mount, k.tree, reinterpret_cast<long>(""), AT_FDCWD,
-                  reinterpret_cast<long>(k.path),
-                  4 /* MOVE_MOUNT_F_EMPTY_PATH */);
+                  reinterpret_cast<long>(k.path), MOVE_MOUNT_F_EMPTY_PATH);
     if (r < 0) {
       stage = init_move_mount;
       goto fail;
@@ -437,7 +418,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   }
   // Everything else closes at the exec; the program (close-on-exec too) is
   // read before that.
-  child_sys(SYS_close_range, 3, ~0L, 4 /* CLOSE_RANGE_CLOEXEC */);
+  child_sys(SYS_close_range, 3, ~0L, CLOSE_RANGE_CLOEXEC);
   {
     uint64_t chld = uint64_t{1} << (SIGCHLD - 1);
     child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&chld), 0,
@@ -605,11 +586,9 @@ uint64_t handled_access(int abi) {
 
 /// Opens `path` as the init sees it (inside its mount namespace).
 unique_fd open_in(int root, const std::string& path) {
-  struct {
-    uint64_t flags;
-    uint64_t mode;
-    uint64_t resolve;
-  } how{O_PATH | O_CLOEXEC, 0, 0x10 /* RESOLVE_IN_ROOT */};
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT;
   long fd = ::syscall(SYS_openat2, root, path.c_str(), &how, sizeof(how));
   return unique_fd{fd < 0 ? -1 : static_cast<int>(fd)};
 }

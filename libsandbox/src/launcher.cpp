@@ -28,16 +28,6 @@
 #include "fd_message.hpp"
 #include "sandbox/validation.hpp"
 
-#ifndef SYS_clone3
-#  define SYS_clone3 435
-#endif
-#ifndef SYS_close_range
-#  define SYS_close_range 436
-#endif
-#ifndef CLONE_PIDFD
-#  define CLONE_PIDFD 0x00001000
-#endif
-
 extern char** environ;
 
 namespace sandbox {
