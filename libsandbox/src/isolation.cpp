@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "child_syscall.hpp"
+#include "contain/init_program.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/process_tree.hpp"
@@ -66,76 +67,15 @@ namespace {
 
 // -- the init program ---------------------------------------------------------
 //
-// PID 1 of a session is a program of 56 bytes of x86_64 code in a minimal
-// static ELF file, written once into a sealed memfd and executed from
-// there: it shares nothing with the node (no copy of its memory, nothing
-// of its address space a command could reach through ptrace). With SIGCHLD
-// blocked (set by the launcher before the exec) it loops:
-//
-//   1: wait4(-1, NULL, WNOHANG | __WALL, NULL)   reap every zombie ...
-//      while the result > 0: goto 1
-//      rt_sigtimedwait({SIGCHLD}, NULL, NULL, 8) ... then sleep until one
-//      goto 1                                     more child ends
-//
-// A blocked SIGCHLD stays pending even though its default action is to be
-// ignored, so a child that ends between the wait4 and the sigtimedwait is
-// not missed. As PID 1 it ignores every signal sent from inside its
-// namespace; SIGKILL from the node ends it, and the kernel then kills every
-// process of the namespace.
-constexpr unsigned char init_code[] = {
-  0xb8, 0x3d, 0x00, 0x00, 0x00,             // mov $61 (wait4), %eax
-  0x48, 0xc7, 0xc7, 0xff, 0xff, 0xff, 0xff, // mov $-1, %rdi
-  0x31, 0xf6,                               // xor %esi, %esi
-  0xba, 0x01, 0x00, 0x00, 0x40,             // mov $(WNOHANG|__WALL), %edx
-  0x45, 0x31, 0xd2,                         // xor %r10d, %r10d
-  0x0f, 0x05,                               // syscall
-  0x48, 0x85, 0xc0,                         // test %rax, %rax
-  0x7f, 0xe3,                               // jg 1b
-  0x68, 0x00, 0x00, 0x01, 0x00,             // push $(1 << (SIGCHLD - 1))
-  0xb8, 0x80, 0x00, 0x00, 0x00,             // mov $128 (rt_sigtimedwait), %eax
-  0x48, 0x89, 0xe7,                         // mov %rsp, %rdi
-  0x31, 0xf6,                               // xor %esi, %esi
-  0x31, 0xd2,                               // xor %edx, %edx
-  0x41, 0xba, 0x08, 0x00, 0x00, 0x00,       // mov $8, %r10d
-  0x0f, 0x05,                               // syscall
-  0x58,                                     // pop %rax
-  0xeb, 0xc7,                               // jmp 1b
-};
-
-/// The ELF file: header, one loadable segment (the whole file), the code.
-std::string init_elf() {
-  constexpr uint64_t base = 0x400000;
-  constexpr size_t ehsize = 64;
-  constexpr size_t phsize = 56;
-  std::string f(ehsize + phsize, '\0');
-  auto put = [&f](size_t at, uint64_t v, size_t n) {
-    for (size_t i = 0; i < n; ++i)
-      f[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  f[0] = 0x7f, f[1] = 'E', f[2] = 'L', f[3] = 'F';
-  f[4] = 2;                           // 64-bit
-  f[5] = 1;                           // little endian
-  f[6] = 1;                           // version
-  put(16, 2, 2);                      // e_type: ET_EXEC
-  put(18, 62, 2);                     // e_machine: EM_X86_64
-  put(20, 1, 4);                      // e_version
-  put(24, base + ehsize + phsize, 8); // e_entry
-  put(32, ehsize, 8);                 // e_phoff
-  put(52, ehsize, 2);                 // e_ehsize
-  put(54, phsize, 2);                 // e_phentsize
-  put(56, 1, 2);                      // e_phnum
-  f.append(reinterpret_cast<const char*>(init_code), sizeof(init_code));
-  size_t ph = ehsize;
-  put(ph + 0, 1, 4);         // p_type: PT_LOAD
-  put(ph + 4, 5, 4);         // p_flags: R | X
-  put(ph + 8, 0, 8);         // p_offset
-  put(ph + 16, base, 8);     // p_vaddr
-  put(ph + 24, base, 8);     // p_paddr
-  put(ph + 32, f.size(), 8); // p_filesz
-  put(ph + 40, f.size(), 8); // p_memsz
-  put(ph + 48, 0x1000, 8);   // p_align
-  return f;
-}
+// PID 1 of a session is a small static program without libc
+// (contain/init.c, built with the library and embedded as bytes), written
+// once into a sealed memfd and executed from there: it shares nothing with
+// the node (no copy of its memory, nothing of its address space a command
+// could reach through ptrace). With SIGCHLD blocked (set by the launcher
+// before the exec) it reaps every zombie, then sleeps until one more child
+// ends. As PID 1 it ignores every signal sent from inside its namespace;
+// SIGKILL from the node ends it, and the kernel then kills every process of
+// the namespace.
 
 /// The sealed memfd holding the init program, made once per process; -1
 /// where it cannot be made (the error says why).
@@ -160,8 +100,8 @@ const init_program& the_init_program() {
       p.error = fmt::format("memfd_create: {}", std::strerror(errno));
       return p;
     }
-    auto elf = init_elf();
-    if (::write(fd, elf.data(), elf.size()) != static_cast<ssize_t>(elf.size())
+    if (::write(fd, detail::init_program_bytes, detail::init_program_size)
+          != static_cast<ssize_t>(detail::init_program_size)
         || ::fchmod(fd, 0555) != 0
         || ::fcntl(fd, F_ADD_SEALS,
                    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
