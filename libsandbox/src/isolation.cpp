@@ -32,6 +32,7 @@
 
 #include "child_syscall.hpp"
 #include "contain/init_program.hpp"
+#include "process/vm_child.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/process_tree.hpp"
@@ -377,21 +378,6 @@ fail:
 
 constexpr size_t init_stack_size = 32 * 1024;
 
-} // namespace
-
-} // namespace sandbox
-
-#if defined(__x86_64__)
-// Defined in launcher.cpp: clone3 on a stack of the child's own, the child
-// running fn(arg).
-extern "C" long sandbox_clone3_vm(void* args, unsigned long size,
-                                  int (*fn)(void*), void* arg);
-#endif
-
-namespace sandbox {
-
-namespace {
-
 /// Whether `path` is `dir` or lies below it.
 bool inside(const std::string& path, const std::string& dir) {
   if (dir == "/")
@@ -400,19 +386,6 @@ bool inside(const std::string& path, const std::string& dir) {
          || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0
              && path[dir.size()] == '/');
 }
-
-/// Blocks every signal of the calling thread while it exists (see
-/// launcher.cpp: the child shares the thread's memory until its exec).
-struct signals_blocked {
-  uint64_t old = 0;
-  signals_blocked() {
-    uint64_t all = ~uint64_t{0};
-    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
-  }
-  ~signals_blocked() {
-    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, 8);
-  }
-};
 
 /// Everything the init plan points to, owned here.
 struct init_layout {
@@ -654,10 +627,7 @@ uint64_t counter_in(const std::string& text, std::string_view key) {
 /// Kills `pidfd`'s process and reaps it, blocking.
 void kill_and_reap(pid_t pid, int pidfd) {
   ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-  siginfo_t info;
-  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | __WALL) < 0
-         && errno == EINTR)
-    ;
+  detail::reap(pid);
 }
 
 /// Reaps a contained session's init once: when its pidfd reports the end
@@ -837,8 +807,8 @@ contained_session::start(const containment_spec& spec, bool with_ruleset) {
   args.cgroup = cgroup ? static_cast<uint64_t>(cgroup.get()) : 0;
   long pid;
   {
-    signals_blocked blocked;
-    pid = sandbox_clone3_vm(&args, sizeof(args), init_main, &plan);
+    detail::all_signals_blocked blocked;
+    pid = detail::clone3_vm(args, init_main, &plan);
   }
   if (pid < 0)
     return error{errc::unsupported,
