@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
 
 #if defined(__x86_64__)
 // Defined in vm_child.cpp: clone3 on the stack `args` names, the child

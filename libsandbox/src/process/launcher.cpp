@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
 #include "fd_message.hpp"
 #include "process/vm_child.hpp"
 #include "sandbox/validation.hpp"

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
 #include "process/vm_child.hpp"
 #include "sandbox/validation.hpp"
 

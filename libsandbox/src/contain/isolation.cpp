@@ -30,7 +30,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <fmt/format.h>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
 #include "contain/init_program.hpp"
 #include "process/vm_child.hpp"
 #include "sandbox/cgroup.hpp"
