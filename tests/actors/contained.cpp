@@ -22,6 +22,7 @@
 
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/foreign_abi.hpp"
 #include "sandbox/isolation.hpp"
 
 using sandbox::exec_options;
@@ -216,6 +217,38 @@ CAF_TEST(a write outside the allowed directories fails) {
                    "cat sub/f");
   CAF_CHECK_EQUAL(in.exit_code, 0);
   CAF_CHECK(in.violations.empty());
+  (void) s.stop();
+}
+
+CAF_TEST(a write outside through another ABI fails and is reported) {
+  if (!host_can_contain())
+    return;
+  auto s = make_session();
+  auto child = std::string{sandbox::test::test_child()};
+  // x32: the filter sees the call on any x86-64 kernel; one without the
+  // x32 ABI then fails it with ENOSYS, one with it through Landlock.
+  auto x32 = out.path + "/outside/x32";
+  auto rx = run(s, child + " write-abi x32 " + x32);
+  CAF_CHECK_EQUAL(rx.exit_code, 1);
+  CAF_CHECK(!exists(x32));
+  CAF_CHECK(
+    has_violation(rx.violations, sandbox::violation_kind::write_denied, 1));
+  CAF_CHECK(
+    has_detail(rx.violations, sandbox::violation_kind::write_denied, x32));
+  // i386 (int $0x80), as a 32-bit program writes.
+  if (!sandbox::test::kernel_runs_i386()) {
+    CAF_MESSAGE("skipped the i386 write: this kernel does not run i386 "
+                "system calls (no IA32 emulation, or ia32_emulation=0)");
+  } else {
+    auto target = out.path + "/outside/i386";
+    auto r = run(s, child + " write-abi i386 " + target);
+    CAF_CHECK_EQUAL(r.exit_code, 1);
+    CAF_CHECK(!exists(target));
+    CAF_CHECK(
+      has_violation(r.violations, sandbox::violation_kind::write_denied, 2));
+    CAF_CHECK(
+      has_detail(r.violations, sandbox::violation_kind::write_denied, target));
+  }
   (void) s.stop();
 }
 

@@ -29,7 +29,14 @@
 //   sandbox-test-child ptrace PID          seizes PID (ptrace): prints
 //                                          "attached" (and detaches) or the
 //                                          error, and exits 0 or 1
+//   sandbox-test-child write-abi ABI PATH  creates PATH (O_WRONLY|O_CREAT|
+//                                          O_TRUNC) through another ABI:
+//                                          i386 (int $0x80: open, write,
+//                                          close) or x32 (openat); prints
+//                                          "written" or the errno name and
+//                                          exits 0 or 1
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/ptrace.h>
@@ -43,6 +50,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "foreign_abi.hpp"
 
 namespace {
 
@@ -157,6 +166,31 @@ int fetch(int port, const char* address) {
   }
 }
 
+int write_abi(const std::string& abi, const char* path) {
+  using namespace sandbox::test;
+  auto* low = low_copy(path);
+  if (low == nullptr || (abi != "i386" && abi != "x32"))
+    return 2;
+  auto flags = O_WRONLY | O_CREAT | O_TRUNC;
+  long fd = abi == "i386"
+              ? i386_syscall(i386_open, reinterpret_cast<long>(low), flags,
+                             0644)
+              : x32_syscall(x32_openat, AT_FDCWD, reinterpret_cast<long>(low),
+                            flags, 0644);
+  if (fd >= 0 && abi == "i386") {
+    auto* x = low_copy("x");
+    if (i386_syscall(i386_write, fd, reinterpret_cast<long>(x), 1) != 1)
+      return 1;
+    i386_syscall(i386_close, fd);
+  }
+  if (fd < 0) {
+    std::printf("%s\n", strerrorname_np(static_cast<int>(-fd)));
+    return 1;
+  }
+  std::printf("written\n");
+  return 0;
+}
+
 int fork_bomb() {
   for (int i = 0; i < 100000; ++i) {
     pid_t pid = ::fork();
@@ -259,6 +293,8 @@ int main(int argc, char** argv) {
     std::printf("attached\n");
     return 0;
   }
+  if (mode == "write-abi" && argc == 4)
+    return write_abi(argv[2], argv[3]);
   if (mode == "spin") {
     // Burns CPU time until a signal ends it.
     for (volatile unsigned long long i = 0;; ++i)

@@ -4,20 +4,34 @@
 
 // The seccomp program of contained commands (syscall_watch.hpp), run here
 // by a small interpreter of the instructions it uses, for every system
-// call number: exactly the watched calls notify, an open only when its
-// flags write, and any call runs only a few instructions.
+// call number of every ABI of an x86-64 process: exactly the watched calls
+// notify, an open only when its flags write, and any call runs only a few
+// instructions. Then the kernel runs it: a forked child under the filter
+// makes calls of the other ABIs, and the watcher reports them as it
+// reports their x86-64 twins.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/net.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <set>
+#include <vector>
 
+#include "helpers/foreign_abi.hpp"
+#include "helpers/temp_dir.hpp"
+#include "sandbox/reactor.hpp"
 #include "sandbox/syscall_watch.hpp"
 
 namespace {
@@ -27,8 +41,8 @@ struct outcome {
   size_t steps = 0;
 };
 
-/// Runs `prog` on `data` (loads, JEQ/JGE/JSET/JA, RET only; anything else
-/// fails the test).
+/// Runs `prog` on `data` (loads, AND, JEQ/JGT/JGE/JSET/JA, RET only;
+/// anything else fails the test).
 outcome run(const sock_fprog& prog, const seccomp_data& data) {
   outcome out;
   uint32_t acc = 0;
@@ -39,8 +53,14 @@ outcome run(const sock_fprog& prog, const seccomp_data& data) {
       case BPF_LD | BPF_W | BPF_ABS:
         std::memcpy(&acc, reinterpret_cast<const char*>(&data) + in.k, 4);
         break;
+      case BPF_ALU | BPF_AND | BPF_K:
+        acc &= in.k;
+        break;
       case BPF_JMP | BPF_JEQ | BPF_K:
         pc += acc == in.k ? in.jt : in.jf;
+        break;
+      case BPF_JMP | BPF_JGT | BPF_K:
+        pc += acc > in.k ? in.jt : in.jf;
         break;
       case BPF_JMP | BPF_JGE | BPF_K:
         pc += acc >= in.k ? in.jt : in.jf;
@@ -62,72 +82,337 @@ outcome run(const sock_fprog& prog, const seccomp_data& data) {
   return out;
 }
 
-seccomp_data call(long nr, uint64_t arg1 = 0, uint64_t arg2 = 0) {
+seccomp_data call(long nr, uint64_t arg1 = 0, uint64_t arg2 = 0,
+                  uint32_t arch = AUDIT_ARCH_X86_64) {
   seccomp_data d{};
-  d.arch = AUDIT_ARCH_X86_64;
+  d.arch = arch;
   d.nr = static_cast<int>(nr);
   d.args[1] = arg1;
   d.args[2] = arg2;
   return d;
 }
 
-} // namespace
+seccomp_data i386(long nr, uint64_t arg1 = 0, uint64_t arg2 = 0) {
+  return call(nr, arg1, arg2, AUDIT_ARCH_I386);
+}
 
-CAF_TEST(exactly the watched calls notify) {
-  auto& prog = *sandbox::watch_filter();
-  const std::set<long> watched = {
-    SYS_connect, SYS_creat, SYS_mkdir, SYS_mkdirat, SYS_unlink, SYS_unlinkat,
-    SYS_rmdir, SYS_rename, SYS_renameat, SYS_renameat2, SYS_link, SYS_linkat,
-    SYS_symlink, SYS_symlinkat, SYS_mknod, SYS_mknodat, SYS_truncate,
-    SYS_openat2,
-    // They name a process by its pid (ptrace below: only to attach).
-    SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
-    SYS_pidfd_open, SYS_process_vm_readv, SYS_process_vm_writev};
+seccomp_data x32(long nr, uint64_t arg1 = 0, uint64_t arg2 = 0) {
+  return call(nr | __X32_SYSCALL_BIT, arg1, arg2);
+}
+
+uint32_t action(const seccomp_data& d) {
+  return run(*sandbox::watch_filter(), d).action;
+}
+
+/// The x86-64 calls that notify whatever their arguments, by number
+/// (asm/unistd_64.h).
+const std::set<long> x86_64_watched = {
+  SYS_connect, SYS_creat, SYS_mkdir, SYS_mkdirat, SYS_unlink, SYS_unlinkat,
+  SYS_rmdir, SYS_rename, SYS_renameat, SYS_renameat2, SYS_link, SYS_linkat,
+  SYS_symlink, SYS_symlinkat, SYS_mknod, SYS_mknodat, SYS_truncate, SYS_openat2,
+  // They name a process by its pid (ptrace below: only to attach).
+  SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
+  SYS_pidfd_open, SYS_process_vm_readv, SYS_process_vm_writev};
+
+/// The same calls of i386 (asm/unistd_32.h), with truncate64 and the
+/// direct connect; socketcall, open, openat and ptrace notify only for
+/// some arguments.
+const std::set<long> i386_watched = {362 /* connect */,
+                                     8 /* creat */,
+                                     39 /* mkdir */,
+                                     296 /* mkdirat */,
+                                     10 /* unlink */,
+                                     301 /* unlinkat */,
+                                     40 /* rmdir */,
+                                     38 /* rename */,
+                                     302 /* renameat */,
+                                     353 /* renameat2 */,
+                                     9 /* link */,
+                                     303 /* linkat */,
+                                     83 /* symlink */,
+                                     304 /* symlinkat */,
+                                     14 /* mknod */,
+                                     297 /* mknodat */,
+                                     92 /* truncate */,
+                                     193 /* truncate64 */,
+                                     437 /* openat2 */,
+                                     37 /* kill */,
+                                     238 /* tkill */,
+                                     270 /* tgkill */,
+                                     178 /* rt_sigqueueinfo */,
+                                     335 /* rt_tgsigqueueinfo */,
+                                     434 /* pidfd_open */,
+                                     347 /* process_vm_readv */,
+                                     348 /* process_vm_writev */};
+
+/// The same calls of x32 (asm/unistd_x32.h, without the bit): the x86-64
+/// numbers but for those with a compat entry point of their own.
+std::set<long> x32_watched() {
+  auto out = x86_64_watched;
+  for (auto nr : {SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
+                  SYS_process_vm_readv, SYS_process_vm_writev})
+    out.erase(nr);
+  for (long nr : {524L, 536L, 539L, 540L})
+    out.insert(nr);
+  return out;
+}
+
+/// Runs every number below 1024 of one ABI through the program; fails on
+/// any number whose action is not the expected one and returns the most
+/// instructions one call ran.
+template <class Make>
+size_t check_every_number(const std::set<long>& watched, Make make) {
   size_t most = 0;
   for (long nr = 0; nr < 1024; ++nr) {
-    auto r = run(prog, call(nr));
+    auto r = run(*sandbox::watch_filter(), make(nr));
     most = std::max(most, r.steps);
     auto expected = watched.count(nr) != 0 ? SECCOMP_RET_USER_NOTIF
                                            : SECCOMP_RET_ALLOW;
     if (r.action != expected)
       CAF_FAIL("system call " << nr << ": action " << r.action);
   }
-  // A search, not a list: a handful of steps for any call.
-  CAF_CHECK_LESS_OR_EQUAL(most, 14u);
-  CAF_MESSAGE("at most " << most << " instructions per call");
+  return most;
+}
+
+} // namespace
+
+CAF_TEST(exactly the watched calls notify in every ABI) {
+  auto most = check_every_number(x86_64_watched,
+                                 [](long nr) { return call(nr); });
+  auto most_i386 = check_every_number(i386_watched,
+                                      [](long nr) { return i386(nr); });
+  auto most_x32 = check_every_number(x32_watched(),
+                                     [](long nr) { return x32(nr); });
+  // A search, not a list: a few dozen steps for any call (libseccomp's
+  // binary tree, 25 at most in 2.5.4), not one per watched call.
+  CAF_MESSAGE("at most " << most << " (x86-64), " << most_i386 << " (i386), "
+                         << most_x32 << " (x32) instructions per call");
+  for (auto m : {most, most_i386, most_x32})
+    CAF_CHECK_LESS_OR_EQUAL(m, 32u);
 }
 
 CAF_TEST(an open notifies only when it writes) {
-  auto& prog = *sandbox::watch_filter();
-  CAF_CHECK_EQUAL(run(prog, call(SYS_open, O_RDONLY)).action,
+  CAF_CHECK_EQUAL(action(call(SYS_open, O_RDONLY)), SECCOMP_RET_ALLOW);
+  CAF_CHECK_EQUAL(action(call(SYS_openat, 0, O_RDONLY | O_CLOEXEC)),
                   SECCOMP_RET_ALLOW);
-  CAF_CHECK_EQUAL(run(prog, call(SYS_openat, 0, O_RDONLY | O_CLOEXEC)).action,
+  CAF_CHECK_EQUAL(action(i386(5 /* open */, O_RDONLY)), SECCOMP_RET_ALLOW);
+  CAF_CHECK_EQUAL(action(i386(295 /* openat */, 0, O_RDONLY)),
                   SECCOMP_RET_ALLOW);
+  CAF_CHECK_EQUAL(action(x32(SYS_openat, 0, O_RDONLY)), SECCOMP_RET_ALLOW);
   for (uint64_t flags : {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC}) {
-    CAF_CHECK_EQUAL(run(prog, call(SYS_open, flags)).action,
+    CAF_CHECK_EQUAL(action(call(SYS_open, flags)), SECCOMP_RET_USER_NOTIF);
+    CAF_CHECK_EQUAL(action(call(SYS_openat, 0, flags)), SECCOMP_RET_USER_NOTIF);
+    CAF_CHECK_EQUAL(action(i386(5 /* open */, flags)), SECCOMP_RET_USER_NOTIF);
+    CAF_CHECK_EQUAL(action(i386(295 /* openat */, 0, flags)),
                     SECCOMP_RET_USER_NOTIF);
-    CAF_CHECK_EQUAL(run(prog, call(SYS_openat, 0, flags)).action,
-                    SECCOMP_RET_USER_NOTIF);
+    CAF_CHECK_EQUAL(action(x32(SYS_open, flags)), SECCOMP_RET_USER_NOTIF);
+    CAF_CHECK_EQUAL(action(x32(SYS_openat, 0, flags)), SECCOMP_RET_USER_NOTIF);
   }
 }
 
 CAF_TEST(a ptrace notifies only when it attaches) {
-  auto& prog = *sandbox::watch_filter();
-  auto request = [](long r) {
-    auto d = call(SYS_ptrace);
+  auto request = [](long r, seccomp_data d) {
     d.args[0] = static_cast<uint64_t>(r);
     return d;
   };
-  for (long r : {PTRACE_ATTACH, PTRACE_SEIZE})
-    CAF_CHECK_EQUAL(run(prog, request(r)).action, SECCOMP_RET_USER_NOTIF);
-  // A debugger's traffic with a tracee it holds already runs unwatched.
-  for (long r : {PTRACE_TRACEME, PTRACE_PEEKDATA, PTRACE_CONT, PTRACE_GETREGS,
-                 PTRACE_DETACH})
-    CAF_CHECK_EQUAL(run(prog, request(r)).action, SECCOMP_RET_ALLOW);
+  for (auto d : {call(SYS_ptrace), i386(26), x32(521)}) {
+    for (long r : {PTRACE_ATTACH, PTRACE_SEIZE})
+      CAF_CHECK_EQUAL(action(request(r, d)), SECCOMP_RET_USER_NOTIF);
+    // A debugger's traffic with a tracee it holds already runs unwatched.
+    for (long r : {PTRACE_TRACEME, PTRACE_PEEKDATA, PTRACE_CONT, PTRACE_GETREGS,
+                   PTRACE_DETACH})
+      CAF_CHECK_EQUAL(action(request(r, d)), SECCOMP_RET_ALLOW);
+  }
 }
 
-CAF_TEST(other architectures pass unwatched) {
-  auto d = call(SYS_connect);
-  d.arch = AUDIT_ARCH_I386;
-  CAF_CHECK_EQUAL(run(*sandbox::watch_filter(), d).action, SECCOMP_RET_ALLOW);
+CAF_TEST(an i386 socketcall notifies only when it connects) {
+  auto socketcall = [](uint64_t which) {
+    auto d = i386(102);
+    d.args[0] = which;
+    return d;
+  };
+  CAF_CHECK_EQUAL(action(socketcall(SYS_CONNECT)), SECCOMP_RET_USER_NOTIF);
+  for (uint64_t which : {SYS_SOCKET, SYS_BIND, SYS_SENDTO, SYS_RECVMSG})
+    CAF_CHECK_EQUAL(action(socketcall(which)), SECCOMP_RET_ALLOW);
 }
+
+CAF_TEST(another architecture passes unwatched and is not killed) {
+  CAF_CHECK_EQUAL(action(call(SYS_connect, 0, 0, AUDIT_ARCH_AARCH64)),
+                  SECCOMP_RET_ALLOW);
+}
+
+namespace {
+
+/// Runs `calls` in a forked child under the watch filter, watched with a
+/// policy that allows writes below `writable` only, and returns the
+/// child's exit status (as from waitpid) and the violations reported.
+/// The report comes before the watched call returns, so everything is
+/// reported once the child has exited. Only system calls in the child:
+/// the test has other threads.
+template <class Calls>
+std::pair<int, std::vector<sandbox::violation>>
+watched_child(const std::string& writable, Calls calls) {
+  auto* filter = sandbox::watch_filter(); // built here, not in the child
+  int sv[2];
+  CAF_REQUIRE_EQUAL(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                    0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(sv[0]);
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(100);
+    int listener
+      = static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                   SECCOMP_FILTER_FLAG_NEW_LISTENER, filter));
+    if (listener < 0)
+      ::_exit(101);
+    // Hand the listener to the test.
+    char byte = 0;
+    iovec io{&byte, 1};
+    alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space;
+    msg.msg_controllen = sizeof(space);
+    auto* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
+    if (::sendmsg(sv[1], &msg, 0) != 1)
+      ::_exit(102);
+    ::close(listener);
+    ::_exit(calls());
+  }
+  ::close(sv[1]);
+  char byte = 0;
+  iovec io{&byte, 1};
+  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &io;
+  msg.msg_iovlen = 1;
+  msg.msg_control = space;
+  msg.msg_controllen = sizeof(space);
+  int listener = -1;
+  if (::recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC) == 1)
+    if (auto* c = CMSG_FIRSTHDR(&msg);
+        c != nullptr && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&listener, CMSG_DATA(c), sizeof(int));
+  ::close(sv[0]);
+  std::mutex mtx;
+  std::vector<sandbox::violation> seen;
+  int status = -1;
+  {
+    sandbox::reactor r{1};
+    if (listener >= 0) {
+      auto policy = std::make_shared<sandbox::watch_policy>();
+      policy->writable = {writable};
+      policy->execution = 7;
+      sandbox::watch_syscalls(r, sandbox::unique_fd{listener}, policy,
+                              [&](sandbox::violation v) {
+                                std::lock_guard<std::mutex> guard{mtx};
+                                seen.push_back(std::move(v));
+                              });
+    }
+    ::waitpid(pid, &status, 0);
+  }
+  CAF_REQUIRE(listener >= 0);
+  return {status, std::move(seen)};
+}
+
+/// A UDP socket of the calling process's connected to a TEST-NET-1
+/// address (192.0.2.1:9, RFC 5737): no packet leaves, and the watcher
+/// reports any non-loopback destination.
+sockaddr_in test_net() {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  to.sin_addr.s_addr = htonl(0xC0000201);
+  return to;
+}
+
+struct abi_fixture {
+  sandbox::test::temp_dir dir;
+  std::string inside;
+  std::string outside;
+
+  abi_fixture() {
+    inside = dir.path + "/in";
+    outside = dir.path + "/out";
+    ::mkdir(inside.c_str(), 0755);
+    ::mkdir(outside.c_str(), 0755);
+  }
+
+  /// Whether `v` holds exactly the two violations of the children below:
+  /// the write of `outside`/f and the connect to 192.0.2.1:9.
+  void check(const std::vector<sandbox::violation>& v) {
+    CAF_REQUIRE_EQUAL(v.size(), 2u);
+    CAF_CHECK(v[0].kind == sandbox::violation_kind::write_denied);
+    CAF_CHECK_EQUAL(v[0].detail, outside + "/f");
+    CAF_CHECK_EQUAL(v[0].execution, 7u);
+    CAF_CHECK(v[1].kind == sandbox::violation_kind::connect_denied);
+    CAF_CHECK_EQUAL(v[1].detail, "192.0.2.1:9");
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(abi_tests, abi_fixture)
+
+CAF_TEST(x32 calls are reported as their x86 - 64 twins) {
+  using namespace sandbox::test;
+  // Made before the fork: the child only makes system calls.
+  auto* in = low_copy((inside + "/f").c_str());
+  auto* out = low_copy((outside + "/f").c_str());
+  auto net = test_net();
+  auto* to = low_copy(&net, sizeof(net));
+  auto [status, seen] = watched_child(inside, [&] {
+    // Unwatched (a read), allowed (inside), then watched: a write outside
+    // and a connect. A kernel without the x32 ABI fails each with ENOSYS
+    // after the filter saw it.
+    x32_syscall(x32_openat, AT_FDCWD, reinterpret_cast<long>(out), O_RDONLY);
+    x32_syscall(x32_openat, AT_FDCWD, reinterpret_cast<long>(in),
+                O_WRONLY | O_CREAT, 0644);
+    x32_syscall(x32_openat, AT_FDCWD, reinterpret_cast<long>(out),
+                O_WRONLY | O_CREAT, 0644);
+    int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    x32_syscall(x32_connect, s, reinterpret_cast<long>(to), sizeof(net));
+    return 0;
+  });
+  CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  check(seen);
+}
+
+CAF_TEST(i386 calls are reported as their x86 - 64 twins) {
+  using namespace sandbox::test;
+  if (!kernel_runs_i386()) {
+    CAF_MESSAGE("skipped: this kernel does not run i386 system calls (no "
+                "IA32 emulation, or ia32_emulation=0)");
+    return;
+  }
+  auto* in = low_copy((inside + "/f").c_str());
+  auto* out = low_copy((outside + "/f").c_str());
+  auto net = test_net();
+  auto* to = low_copy(&net, sizeof(net));
+  auto [status, seen] = watched_child(inside, [&] {
+    i386_syscall(i386_open, reinterpret_cast<long>(out), O_RDONLY);
+    i386_syscall(i386_open, reinterpret_cast<long>(in), O_WRONLY | O_CREAT,
+                 0644);
+    i386_syscall(i386_open, reinterpret_cast<long>(out), O_WRONLY | O_CREAT,
+                 0644);
+    // connect through the multiplexer: its arguments in memory, 32 bits
+    // each.
+    int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    uint32_t args[3] = {static_cast<uint32_t>(s),
+                        static_cast<uint32_t>(reinterpret_cast<long>(to)),
+                        sizeof(net)};
+    i386_syscall(i386_socketcall, SYS_CONNECT,
+                 reinterpret_cast<long>(low_copy(args, sizeof(args))));
+    return 0;
+  });
+  CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  check(seen);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -29,8 +29,10 @@ struct watch_policy {
 /// the system calls that write a path (an open for writing, create, make a
 /// directory or node, remove, rename, link, truncate) and those that name a
 /// process by its pid (signals, `pidfd_open`, `process_vm_*`, a `ptrace`
-/// attach) notify the listener; everything else runs unwatched. x86_64
-/// system calls only.
+/// attach) notify the listener; everything else runs unwatched. It covers
+/// every ABI of an x86-64 process: x86-64, i386 (`int $0x80`, `connect`
+/// through `socketcall` too) and x32. Built once, by libseccomp; a failure
+/// to build it (only running out of memory can cause one) ends the process.
 const sock_fprog* watch_filter() noexcept;
 
 /// Watches the notifications of one command's filter (`listener`) on `r`

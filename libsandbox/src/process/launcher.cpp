@@ -24,27 +24,21 @@
 
 #include <fmt/format.h>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
 #include "fd_message.hpp"
+#include "process/vm_child.hpp"
 #include "sandbox/validation.hpp"
-
-#ifndef SYS_clone3
-#  define SYS_clone3 435
-#endif
-#ifndef SYS_close_range
-#  define SYS_close_range 436
-#endif
-#ifndef CLONE_PIDFD
-#  define CLONE_PIDFD 0x00001000
-#endif
 
 extern char** environ;
 
 namespace sandbox {
 
+using detail::all_signals_blocked;
 using detail::child_sys;
+using detail::clone3_vm;
 using detail::clone_args_v2;
 using detail::clone_into_cgroup;
+using detail::reap;
 
 namespace {
 
@@ -288,67 +282,6 @@ std::atomic<bool> clone_forced{false};
 /// child's steps need a few hundred bytes.
 constexpr size_t child_stack_size = 32 * 1024;
 
-/// Blocks every signal of the calling thread (libc's internal ones too,
-/// hence the raw call) while it exists: a child shares the thread's memory
-/// until its dispositions are reset, and a handler must not run there.
-struct all_signals_blocked {
-  uint64_t old = 0;
-  all_signals_blocked() {
-    uint64_t all = ~uint64_t{0};
-    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
-  }
-  ~all_signals_blocked() {
-    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, 8);
-  }
-  all_signals_blocked(const all_signals_blocked&) = delete;
-  all_signals_blocked& operator=(const all_signals_blocked&) = delete;
-};
-
-} // namespace
-
-} // namespace sandbox
-
-#if defined(__x86_64__)
-// long sandbox_clone3_vm(clone_args*, size_t, int (*fn)(void*), void* arg):
-// clone3 with a stack of the child's own. The child returns from the
-// system call on that stack, where no C++ frame exists to return to: it
-// calls `fn(arg)` and exits with its value (as musl's __clone does for
-// clone). fn and arg ride in r8 and r9, which the kernel copies into the
-// child and the syscall instruction leaves alone.
-extern "C" long sandbox_clone3_vm(void* args, unsigned long size,
-                                  int (*fn)(void*), void* arg);
-asm(R"(
-  .text
-  .globl sandbox_clone3_vm
-  .hidden sandbox_clone3_vm
-  .type sandbox_clone3_vm, @function
-sandbox_clone3_vm:
-  .cfi_startproc
-  mov %rdx, %r8
-  mov %rcx, %r9
-  mov $435, %eax
-  syscall
-  test %rax, %rax
-  jz 1f
-  ret
-1:
-  .cfi_undefined %rip
-  xor %ebp, %ebp
-  mov %r9, %rdi
-  call *%r8
-  mov %eax, %edi
-  mov $60, %eax
-  syscall
-  hlt
-  .cfi_endproc
-  .size sandbox_clone3_vm, .-sandbox_clone3_vm
-)");
-#endif
-
-namespace sandbox {
-
-namespace {
-
 /// clone3 into `cgroup_fd` (-1: none); the pid, or -errno (-ENOSYS where
 /// this path does not exist).
 long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
@@ -361,7 +294,7 @@ long clone3_child(child_plan& plan, int cgroup_fd, int& pidfd, char* stack) {
   args.stack = reinterpret_cast<uintptr_t>(stack);
   args.stack_size = child_stack_size;
   args.cgroup = cgroup_fd >= 0 ? static_cast<uint64_t>(cgroup_fd) : 0;
-  return sandbox_clone3_vm(&args, sizeof(args), child_main, &plan);
+  return clone3_vm(args, child_main, &plan);
 #else
   (void) plan, (void) cgroup_fd, (void) pidfd, (void) stack;
   return -ENOSYS;
@@ -417,7 +350,7 @@ SANDBOX_CHILD_FN int enter_session(child_plan* p) {
   args.stack = reinterpret_cast<uintptr_t>(p->inner_stack);
   args.stack_size = child_stack_size;
   p->inner = true;
-  r = sandbox_clone3_vm(&args, sizeof(args), child_main, p);
+  r = clone3_vm(args, child_main, p);
   if (r < 0) {
     p->err = static_cast<int>(-r);
     p->stage = stage_clone_inner;
@@ -529,13 +462,10 @@ long clone3_contained(child_plan& plan, int cgroup_fd, char* stack) {
   args.stack = reinterpret_cast<uintptr_t>(stack);
   args.stack_size = child_stack_size;
   args.cgroup = cgroup_fd >= 0 ? static_cast<uint64_t>(cgroup_fd) : 0;
-  long entering = sandbox_clone3_vm(&args, sizeof(args), child_main, &plan);
+  long entering = clone3_vm(args, child_main, &plan);
   if (entering < 0)
     return entering;
-  int status = 0;
-  while (::waitpid(static_cast<pid_t>(entering), &status, 0) < 0
-         && errno == EINTR)
-    ;
+  reap(static_cast<pid_t>(entering));
   return plan.inner_pid;
 #else
   (void) plan, (void) cgroup_fd, (void) stack;
@@ -708,9 +638,7 @@ result<launched_child> launch(const launch_spec& spec) {
   unique_fd pidfd_owner{pidfd};
   if (plan.stage != stage_none) {
     // It exited with 127; the pid stays ours until it is reaped here.
-    int status = 0;
-    while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR)
-      ;
+    reap(static_cast<pid_t>(pid));
     return child_failure(plan, spec, arrays);
   }
   child.pid = static_cast<pid_t>(pid);
@@ -781,12 +709,8 @@ result<launched_child> launch_contained(const launch_spec& spec,
                                         spec.executable));
   unique_fd pidfd_owner{plan.inner_pidfd};
   if (plan.stage != stage_none) {
-    if (pid > 0) {
-      int status = 0;
-      while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0
-             && errno == EINTR)
-        ;
-    }
+    if (pid > 0)
+      reap(static_cast<pid_t>(pid));
     return child_failure(plan, spec, arrays);
   }
   child.pid = static_cast<pid_t>(pid);

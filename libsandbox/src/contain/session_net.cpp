@@ -16,15 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
+#include "process/vm_child.hpp"
 #include "sandbox/validation.hpp"
-
-#if defined(__x86_64__)
-// Defined in launcher.cpp: clone3 on a stack of the child's own, the child
-// running fn(arg).
-extern "C" long sandbox_clone3_vm(void* args, unsigned long size,
-                                  int (*fn)(void*), void* arg);
-#endif
 
 namespace sandbox {
 
@@ -171,17 +165,14 @@ long run_maker(maker_plan& plan) {
   args.exit_signal = 0;
   args.stack = reinterpret_cast<uintptr_t>(stack);
   args.stack_size = sizeof(stack);
-  uint64_t all = ~uint64_t{0};
-  uint64_t old = 0;
-  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
-  long pid = sandbox_clone3_vm(&args, sizeof(args), maker_main, &plan);
-  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, 8);
+  long pid;
+  {
+    detail::all_signals_blocked blocked;
+    pid = detail::clone3_vm(args, maker_main, &plan);
+  }
   if (pid < 0)
     return pid;
-  siginfo_t info;
-  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | __WALL) < 0
-         && errno == EINTR)
-    ;
+  detail::reap(static_cast<pid_t>(pid));
   return 0;
 #else
   (void) plan;

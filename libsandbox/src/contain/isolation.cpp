@@ -2,7 +2,10 @@
 #include "sandbox/read_guard.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/landlock.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
@@ -27,33 +30,14 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <fmt/format.h>
 
-#include "child_syscall.hpp"
+#include "process/child_syscall.hpp"
+#include "contain/init_program.hpp"
+#include "process/vm_child.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/reactor.hpp"
 
-#ifndef SYS_clone3
-#  define SYS_clone3 435
-#endif
-#ifndef SYS_open_tree
-#  define SYS_open_tree 428
-#endif
-#ifndef SYS_move_mount
-#  define SYS_move_mount 429
-#endif
-#ifndef SYS_openat2
-#  define SYS_openat2 437
-#endif
-#ifndef SYS_pidfd_send_signal
-#  define SYS_pidfd_send_signal 424
-#endif
-#ifndef SYS_close_range
-#  define SYS_close_range 436
-#endif
-#ifndef CLONE_PIDFD
-#  define CLONE_PIDFD 0x00001000
-#endif
 // Linux 6.2 (Landlock ABI 3); Debian 12's headers predate it.
 #ifndef LANDLOCK_ACCESS_FS_TRUNCATE
 #  define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
@@ -84,76 +68,15 @@ namespace {
 
 // -- the init program ---------------------------------------------------------
 //
-// PID 1 of a session is a program of 56 bytes of x86_64 code in a minimal
-// static ELF file, written once into a sealed memfd and executed from
-// there: it shares nothing with the node (no copy of its memory, nothing
-// of its address space a command could reach through ptrace). With SIGCHLD
-// blocked (set by the launcher before the exec) it loops:
-//
-//   1: wait4(-1, NULL, WNOHANG | __WALL, NULL)   reap every zombie ...
-//      while the result > 0: goto 1
-//      rt_sigtimedwait({SIGCHLD}, NULL, NULL, 8) ... then sleep until one
-//      goto 1                                     more child ends
-//
-// A blocked SIGCHLD stays pending even though its default action is to be
-// ignored, so a child that ends between the wait4 and the sigtimedwait is
-// not missed. As PID 1 it ignores every signal sent from inside its
-// namespace; SIGKILL from the node ends it, and the kernel then kills every
-// process of the namespace.
-constexpr unsigned char init_code[] = {
-  0xb8, 0x3d, 0x00, 0x00, 0x00,             // mov $61 (wait4), %eax
-  0x48, 0xc7, 0xc7, 0xff, 0xff, 0xff, 0xff, // mov $-1, %rdi
-  0x31, 0xf6,                               // xor %esi, %esi
-  0xba, 0x01, 0x00, 0x00, 0x40,             // mov $(WNOHANG|__WALL), %edx
-  0x45, 0x31, 0xd2,                         // xor %r10d, %r10d
-  0x0f, 0x05,                               // syscall
-  0x48, 0x85, 0xc0,                         // test %rax, %rax
-  0x7f, 0xe3,                               // jg 1b
-  0x68, 0x00, 0x00, 0x01, 0x00,             // push $(1 << (SIGCHLD - 1))
-  0xb8, 0x80, 0x00, 0x00, 0x00,             // mov $128 (rt_sigtimedwait), %eax
-  0x48, 0x89, 0xe7,                         // mov %rsp, %rdi
-  0x31, 0xf6,                               // xor %esi, %esi
-  0x31, 0xd2,                               // xor %edx, %edx
-  0x41, 0xba, 0x08, 0x00, 0x00, 0x00,       // mov $8, %r10d
-  0x0f, 0x05,                               // syscall
-  0x58,                                     // pop %rax
-  0xeb, 0xc7,                               // jmp 1b
-};
-
-/// The ELF file: header, one loadable segment (the whole file), the code.
-std::string init_elf() {
-  constexpr uint64_t base = 0x400000;
-  constexpr size_t ehsize = 64;
-  constexpr size_t phsize = 56;
-  std::string f(ehsize + phsize, '\0');
-  auto put = [&f](size_t at, uint64_t v, size_t n) {
-    for (size_t i = 0; i < n; ++i)
-      f[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  f[0] = 0x7f, f[1] = 'E', f[2] = 'L', f[3] = 'F';
-  f[4] = 2;                           // 64-bit
-  f[5] = 1;                           // little endian
-  f[6] = 1;                           // version
-  put(16, 2, 2);                      // e_type: ET_EXEC
-  put(18, 62, 2);                     // e_machine: EM_X86_64
-  put(20, 1, 4);                      // e_version
-  put(24, base + ehsize + phsize, 8); // e_entry
-  put(32, ehsize, 8);                 // e_phoff
-  put(52, ehsize, 2);                 // e_ehsize
-  put(54, phsize, 2);                 // e_phentsize
-  put(56, 1, 2);                      // e_phnum
-  f.append(reinterpret_cast<const char*>(init_code), sizeof(init_code));
-  size_t ph = ehsize;
-  put(ph + 0, 1, 4);         // p_type: PT_LOAD
-  put(ph + 4, 5, 4);         // p_flags: R | X
-  put(ph + 8, 0, 8);         // p_offset
-  put(ph + 16, base, 8);     // p_vaddr
-  put(ph + 24, base, 8);     // p_paddr
-  put(ph + 32, f.size(), 8); // p_filesz
-  put(ph + 40, f.size(), 8); // p_memsz
-  put(ph + 48, 0x1000, 8);   // p_align
-  return f;
-}
+// PID 1 of a session is a small static program without libc
+// (contain/init.c, built with the library and embedded as bytes), written
+// once into a sealed memfd and executed from there: it shares nothing with
+// the node (no copy of its memory, nothing of its address space a command
+// could reach through ptrace). With SIGCHLD blocked (set by the launcher
+// before the exec) it reaps every zombie, then sleeps until one more child
+// ends. As PID 1 it ignores every signal sent from inside its namespace;
+// SIGKILL from the node ends it, and the kernel then kills every process of
+// the namespace.
 
 /// The sealed memfd holding the init program, made once per process; -1
 /// where it cannot be made (the error says why).
@@ -178,8 +101,8 @@ const init_program& the_init_program() {
       p.error = fmt::format("memfd_create: {}", std::strerror(errno));
       return p;
     }
-    auto elf = init_elf();
-    if (::write(fd, elf.data(), elf.size()) != static_cast<ssize_t>(elf.size())
+    if (::write(fd, detail::init_program_bytes, detail::init_program_size)
+          != static_cast<ssize_t>(detail::init_program_size)
         || ::fchmod(fd, 0555) != 0
         || ::fcntl(fd, F_ADD_SEALS,
                    F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -357,7 +280,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   for (size_t i = 0; i < p->nkeeps; ++i) {
     auto& k = p->keeps[i];
     r = child_sys(SYS_open_tree, AT_FDCWD, reinterpret_cast<long>(k.path),
-                  1 /* OPEN_TREE_CLONE */ | O_CLOEXEC | AT_RECURSIVE);
+                  OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
     if (r < 0) {
       stage = init_open_tree;
       goto fail;
@@ -373,7 +296,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
     if (m.tree >= 0)
       r = child_sys(SYS_move_mount, m.tree, reinterpret_cast<long>(""),
                     AT_FDCWD, reinterpret_cast<long>(m.path),
-                    4 /* MOVE_MOUNT_F_EMPTY_PATH */);
+                    MOVE_MOUNT_F_EMPTY_PATH);
     else if (m.source != nullptr)
       r = child_sys(SYS_mount, reinterpret_cast<long>(m.source),
                     reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
@@ -403,8 +326,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
       }
     }
     r = child_sys(SYS_move_mount, k.tree, reinterpret_cast<long>(""), AT_FDCWD,
-                  reinterpret_cast<long>(k.path),
-                  4 /* MOVE_MOUNT_F_EMPTY_PATH */);
+                  reinterpret_cast<long>(k.path), MOVE_MOUNT_F_EMPTY_PATH);
     if (r < 0) {
       stage = init_move_mount;
       goto fail;
@@ -437,7 +359,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   }
   // Everything else closes at the exec; the program (close-on-exec too) is
   // read before that.
-  child_sys(SYS_close_range, 3, ~0L, 4 /* CLOSE_RANGE_CLOEXEC */);
+  child_sys(SYS_close_range, 3, ~0L, CLOSE_RANGE_CLOEXEC);
   {
     uint64_t chld = uint64_t{1} << (SIGCHLD - 1);
     child_sys(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&chld), 0,
@@ -456,21 +378,6 @@ fail:
 
 constexpr size_t init_stack_size = 32 * 1024;
 
-} // namespace
-
-} // namespace sandbox
-
-#if defined(__x86_64__)
-// Defined in launcher.cpp: clone3 on a stack of the child's own, the child
-// running fn(arg).
-extern "C" long sandbox_clone3_vm(void* args, unsigned long size,
-                                  int (*fn)(void*), void* arg);
-#endif
-
-namespace sandbox {
-
-namespace {
-
 /// Whether `path` is `dir` or lies below it.
 bool inside(const std::string& path, const std::string& dir) {
   if (dir == "/")
@@ -479,19 +386,6 @@ bool inside(const std::string& path, const std::string& dir) {
          || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0
              && path[dir.size()] == '/');
 }
-
-/// Blocks every signal of the calling thread while it exists (see
-/// launcher.cpp: the child shares the thread's memory until its exec).
-struct signals_blocked {
-  uint64_t old = 0;
-  signals_blocked() {
-    uint64_t all = ~uint64_t{0};
-    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
-  }
-  ~signals_blocked() {
-    ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, 8);
-  }
-};
 
 /// Everything the init plan points to, owned here.
 struct init_layout {
@@ -605,11 +499,9 @@ uint64_t handled_access(int abi) {
 
 /// Opens `path` as the init sees it (inside its mount namespace).
 unique_fd open_in(int root, const std::string& path) {
-  struct {
-    uint64_t flags;
-    uint64_t mode;
-    uint64_t resolve;
-  } how{O_PATH | O_CLOEXEC, 0, 0x10 /* RESOLVE_IN_ROOT */};
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT;
   long fd = ::syscall(SYS_openat2, root, path.c_str(), &how, sizeof(how));
   return unique_fd{fd < 0 ? -1 : static_cast<int>(fd)};
 }
@@ -735,10 +627,7 @@ uint64_t counter_in(const std::string& text, std::string_view key) {
 /// Kills `pidfd`'s process and reaps it, blocking.
 void kill_and_reap(pid_t pid, int pidfd) {
   ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-  siginfo_t info;
-  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | __WALL) < 0
-         && errno == EINTR)
-    ;
+  detail::reap(pid);
 }
 
 /// Reaps a contained session's init once: when its pidfd reports the end
@@ -918,8 +807,8 @@ contained_session::start(const containment_spec& spec, bool with_ruleset) {
   args.cgroup = cgroup ? static_cast<uint64_t>(cgroup.get()) : 0;
   long pid;
   {
-    signals_blocked blocked;
-    pid = sandbox_clone3_vm(&args, sizeof(args), init_main, &plan);
+    detail::all_signals_blocked blocked;
+    pid = detail::clone3_vm(args, init_main, &plan);
   }
   if (pid < 0)
     return error{errc::unsupported,

@@ -4,11 +4,14 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/net.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,7 +25,10 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <stdexcept>
+#include <system_error>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -65,97 +71,146 @@ constexpr std::array<pid_call, 9> pid_calls = {{
   {SYS_ptrace, "ptrace", 1},
 }};
 
-/// System calls that always notify besides those of `pid_calls`: they
-/// connect, or they write a path.
-constexpr std::array<long, 18> always_watched
-  = {SYS_connect,  SYS_creat,    SYS_mkdir,   SYS_mkdirat,   SYS_unlink,
-     SYS_unlinkat, SYS_rmdir,    SYS_rename,  SYS_renameat,  SYS_renameat2,
-     SYS_link,     SYS_linkat,   SYS_symlink, SYS_symlinkat, SYS_mknod,
-     SYS_mknodat,  SYS_truncate, SYS_openat2};
+/// A watched system call by name (as libseccomp knows it) and the x86-64
+/// call it is judged as.
+struct named_call {
+  const char* name;
+  long native;
+};
 
-/// The program: x86_64 calls only; `open` and `openat` notify only when
-/// their flags (argument 1 and 2) ask for a write, `ptrace` only for the
-/// requests that attach (the others name a tracee already attached, so a
-/// debugger's many peeks run unwatched).
-std::vector<sock_filter> make_filter() {
-  // Every watched number and where it goes; the others are allowed. The
-  // numbers are found by a binary search (JGE) down to runs of at most
-  // three, so that any call runs a handful of instructions: the kernel
-  // runs the program for every system call number when the filter is
-  // attached (to cache those it always allows), once per command.
-  enum target : uint8_t { notify, open_check, openat_check, ptrace_check };
-  std::vector<std::pair<uint32_t, target>> watched;
-  for (auto nr : always_watched)
-    watched.emplace_back(static_cast<uint32_t>(nr), notify);
-  watched.emplace_back(SYS_open, open_check);
-  watched.emplace_back(SYS_openat, openat_check);
-  for (auto& c : pid_calls)
-    watched.emplace_back(static_cast<uint32_t>(c.nr),
-                         c.nr == SYS_ptrace ? ptrace_check : notify);
-  std::sort(watched.begin(), watched.end());
-  std::function<uint32_t(size_t, size_t)> tree_size = [&](size_t lo,
-                                                          size_t hi) {
-    if (hi - lo <= 3)
-      return static_cast<uint32_t>(hi - lo + 1);
-    auto mid = lo + (hi - lo) / 2;
-    return 1 + tree_size(lo, mid) + tree_size(mid, hi);
-  };
-  // Layout (BPF jumps go forward only): [0] load arch, [1] arch check,
-  // [2] load nr, the search, open's check (2), openat's check (2),
-  // ptrace's check (3), allow, notify.
-  const uint32_t open_at = 3 + tree_size(0, watched.size());
-  const uint32_t openat_at = open_at + 2;
-  const uint32_t ptrace_at = openat_at + 2;
-  const uint32_t allow = ptrace_at + 3;
-  const uint32_t notify_at = allow + 1;
-  std::vector<sock_filter> f;
-  auto jump_to = [&](uint32_t target) {
-    return static_cast<uint8_t>(target - (f.size() + 1));
-  };
-  f.push_back(
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
-  f.push_back(
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, jump_to(allow)));
-  f.push_back(
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
-  std::function<void(size_t, size_t)> search = [&](size_t lo, size_t hi) {
-    if (hi - lo <= 3) {
-      for (size_t i = lo; i < hi; ++i) {
-        auto [nr, t] = watched[i];
-        auto to = t == notify         ? notify_at
-                  : t == open_check   ? open_at
-                  : t == openat_check ? openat_at
-                                      : ptrace_at;
-        f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, jump_to(to), 0));
-      }
-      f.push_back(BPF_STMT(BPF_JMP | BPF_JA, jump_to(allow)));
-      return;
-    }
-    auto mid = lo + (hi - lo) / 2;
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, watched[mid].first,
-                         static_cast<uint8_t>(tree_size(lo, mid)), 0));
-    search(lo, mid);
-    search(mid, hi);
-  };
-  search(0, watched.size());
-  // The low half of the flags argument (little endian).
-  for (uint32_t arg : {1u, 2u}) {
-    f.push_back(BPF_STMT(
-      BPF_LD | BPF_W | BPF_ABS,
-      static_cast<uint32_t>(offsetof(struct seccomp_data, args) + arg * 8)));
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, write_flags,
-                         jump_to(notify_at), jump_to(allow)));
+/// System calls that always notify besides those of `pid_calls`: they
+/// connect, or they write a path. `truncate64` exists on i386 only.
+constexpr std::array<named_call, 19> always_watched = {{
+  {"connect", SYS_connect},   {"creat", SYS_creat},
+  {"mkdir", SYS_mkdir},       {"mkdirat", SYS_mkdirat},
+  {"unlink", SYS_unlink},     {"unlinkat", SYS_unlinkat},
+  {"rmdir", SYS_rmdir},       {"rename", SYS_rename},
+  {"renameat", SYS_renameat}, {"renameat2", SYS_renameat2},
+  {"link", SYS_link},         {"linkat", SYS_linkat},
+  {"symlink", SYS_symlink},   {"symlinkat", SYS_symlinkat},
+  {"mknod", SYS_mknod},       {"mknodat", SYS_mknodat},
+  {"truncate", SYS_truncate}, {"truncate64", SYS_truncate},
+  {"openat2", SYS_openat2},
+}};
+
+/// The calls that notify only for some arguments (see `make_filter`).
+constexpr std::array<named_call, 3> sometimes_watched = {{
+  {"open", SYS_open},
+  {"openat", SYS_openat},
+  {"ptrace", SYS_ptrace},
+}};
+
+/// The ABIs an x86-64 process can make system calls with besides its own:
+/// i386 (`int $0x80`) and x32 (the number with `__X32_SYSCALL_BIT`). A
+/// seccomp filter sees every one of them.
+constexpr std::array<uint32_t, 2> other_abis = {SCMP_ARCH_X86, SCMP_ARCH_X32};
+
+struct release_filter {
+  void operator()(void* ctx) const noexcept {
+    seccomp_release(ctx);
   }
-  // ptrace's request (argument 0).
-  f.push_back(
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args)));
-  f.push_back(
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PTRACE_ATTACH, jump_to(notify_at), 0));
-  f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PTRACE_SEIZE,
-                       jump_to(notify_at), jump_to(allow)));
-  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
-  return f;
+};
+
+/// Throws on a libseccomp error (a negative errno).
+void check(int rc, const char* what) {
+  if (rc < 0)
+    throw std::system_error(-rc, std::generic_category(), what);
+}
+
+/// The program, for every ABI (`other_abis` and x86-64): the watched calls
+/// notify and anything else is allowed; `open` and `openat` notify only
+/// when their flags (argument 1 and 2) ask for a write, `ptrace` only for
+/// the requests that attach (the others name a tracee already attached, so
+/// a debugger's many peeks run unwatched). libseccomp adds each call to
+/// each ABI that has it, i386's `socketcall(SYS_CONNECT, ...)` for
+/// `connect`, and finds a number by a binary search (optimize level 2): the
+/// kernel runs the program for every system call number when the filter is
+/// attached (to cache those it always allows), once per command.
+std::vector<sock_filter> make_filter() {
+  std::unique_ptr<void, release_filter> ctx{seccomp_init(SCMP_ACT_ALLOW)};
+  if (!ctx)
+    throw std::runtime_error("seccomp_init failed");
+  auto* c = ctx.get();
+  for (auto abi : other_abis)
+    check(seccomp_arch_add(c, abi), "seccomp_arch_add");
+  // The filter reports and never refuses, whatever the ABI.
+  check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW),
+        "seccomp_attr_set(ACT_BADARCH)");
+  check(seccomp_attr_set(c, SCMP_FLTATR_CTL_OPTIMIZE, 2),
+        "seccomp_attr_set(CTL_OPTIMIZE)");
+  auto notify = [c](const char* name, std::vector<scmp_arg_cmp> when = {}) {
+    check(seccomp_rule_add_array(c, SCMP_ACT_NOTIFY,
+                                 seccomp_syscall_resolve_name(name),
+                                 static_cast<unsigned>(when.size()),
+                                 when.empty() ? nullptr : when.data()),
+          name);
+  };
+  for (auto& call : always_watched)
+    notify(call.name);
+  for (auto& call : pid_calls)
+    if (call.nr != SYS_ptrace)
+      notify(call.name);
+  // An open writes when any one of the flags is set: one rule per flag.
+  for (uint32_t flag : {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC}) {
+    notify("open", {{1, SCMP_CMP_MASKED_EQ, flag, flag}});
+    notify("openat", {{2, SCMP_CMP_MASKED_EQ, flag, flag}});
+  }
+  for (uint64_t request : {PTRACE_ATTACH, PTRACE_SEIZE})
+    notify("ptrace", {{0, SCMP_CMP_EQ, request, 0}});
+  // 2.5.4 exports to a descriptor only.
+  unique_fd out{::memfd_create("sandbox-seccomp", MFD_CLOEXEC)};
+  if (!out)
+    throw std::system_error(errno, std::generic_category(), "memfd_create");
+  check(seccomp_export_bpf(c, out.get()), "seccomp_export_bpf");
+  auto size = ::lseek(out.get(), 0, SEEK_END);
+  if (size <= 0 || size % sizeof(sock_filter) != 0)
+    throw std::runtime_error("seccomp_export_bpf wrote no program");
+  std::vector<sock_filter> program(static_cast<size_t>(size)
+                                   / sizeof(sock_filter));
+  auto* bytes = reinterpret_cast<char*>(program.data());
+  for (off_t done = 0; done < size;) {
+    auto n = ::pread(out.get(), bytes + done, static_cast<size_t>(size - done),
+                     done);
+    if (n <= 0)
+      throw std::system_error(errno, std::generic_category(),
+                              "reading the exported seccomp program");
+    done += n;
+  }
+  return program;
+}
+
+/// A watched call of another ABI and the x86-64 call it is judged as.
+struct foreign_call {
+  uint32_t abi;
+  int nr;
+  long native;
+  /// i386's `socketcall`: the call number in argument 0, the arguments in
+  /// the caller's memory.
+  bool multiplexed = false;
+};
+
+/// Every watched call of `other_abis`, from libseccomp's tables.
+const std::vector<foreign_call>& foreign_calls() {
+  static const std::vector<foreign_call> calls = [] {
+    std::vector<foreign_call> out;
+    auto add = [&out](const char* name, long native, bool mux = false) {
+      for (auto abi : other_abis) {
+        auto nr = seccomp_syscall_resolve_name_arch(abi, name);
+        if (nr >= 0)
+          out.push_back({abi, nr, native, mux});
+      }
+    };
+    for (auto& call : always_watched)
+      add(call.name, call.native);
+    for (auto& call : sometimes_watched)
+      add(call.name, call.native);
+    for (auto& call : pid_calls)
+      add(call.name, call.nr);
+    // i386's connect through the multiplexer (see `as_native`).
+    add("socketcall", SYS_connect, true);
+    return out;
+  }();
+  return calls;
 }
 
 // -- reading the caller
@@ -166,6 +221,42 @@ bool read_memory(pid_t pid, uint64_t addr, void* buf, size_t n) {
   iovec remote{reinterpret_cast<void*>(addr), n};
   return ::process_vm_readv(pid, &local, 1, &remote, 1, 0)
          == static_cast<ssize_t>(n);
+}
+
+/// The call `n` names as the x86-64 call it is judged as: itself when it
+/// is one; for a watched call of another ABI its x86-64 number and its
+/// arguments (i386's are 32 bits wide; `socketcall` holds connect's three
+/// in the caller's memory). Nothing when it cannot be told.
+std::optional<seccomp_notif> as_native(const seccomp_notif& n) {
+  auto nr = static_cast<uint32_t>(n.data.nr);
+  uint32_t abi = n.data.arch;
+  if (abi == AUDIT_ARCH_X86_64 && (nr & __X32_SYSCALL_BIT) != 0)
+    abi = SCMP_ARCH_X32;
+  if (abi == AUDIT_ARCH_X86_64)
+    return n;
+  auto& calls = foreign_calls();
+  auto i = std::find_if(calls.begin(), calls.end(), [&](auto& c) {
+    return c.abi == abi && c.nr == n.data.nr;
+  });
+  if (i == calls.end())
+    return std::nullopt;
+  auto out = n;
+  out.data.arch = AUDIT_ARCH_X86_64;
+  out.data.nr = static_cast<int>(i->native);
+  if (abi != SCMP_ARCH_X86)
+    return out;
+  for (auto& arg : out.data.args)
+    arg &= 0xffffffffu;
+  if (i->multiplexed) {
+    uint32_t words[3];
+    if (out.data.args[0] != SYS_CONNECT
+        || !read_memory(static_cast<pid_t>(n.pid), out.data.args[1], words,
+                        sizeof(words)))
+      return std::nullopt;
+    for (size_t k = 0; k < 6; ++k)
+      out.data.args[k] = k < 3 ? words[k] : 0;
+  }
+  return out;
 }
 
 /// A NUL-terminated string of the caller (at most PATH_MAX bytes), read
@@ -568,6 +659,16 @@ std::optional<violation> judge_pid(const seccomp_notif& n, const pid_call& call,
                    fmt::format("{} {}", call.name, target)};
 }
 
+/// The violation the kernel will refuse `n` (an x86-64 call) for, if any.
+std::optional<violation> judge(const seccomp_notif& n,
+                               const watch_policy& policy) {
+  if (n.data.nr == SYS_connect)
+    return judge_connect(n, policy);
+  if (auto* call = pid_call_of(n.data.nr))
+    return judge_pid(n, *call, policy);
+  return judge_write(n, policy);
+}
+
 // -- the watcher
 // -----------------------------------------------------------------
 
@@ -624,12 +725,8 @@ struct watcher : std::enable_shared_from_this<watcher> {
     if (::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_RECV, n) != 0)
       return; // The caller is gone (ENOENT) or was interrupted.
     std::optional<violation> v;
-    if (n->data.nr == SYS_connect)
-      v = judge_connect(*n, *policy);
-    else if (auto* call = pid_call_of(n->data.nr))
-      v = judge_pid(*n, *call, *policy);
-    else
-      v = judge_write(*n, *policy);
+    if (auto call = as_native(*n))
+      v = judge(*call, *policy);
     // What was read belongs to the caller only while it still waits.
     if (v
         && ::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id)
