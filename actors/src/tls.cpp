@@ -24,6 +24,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/sec.hpp>
+#include <caf/thread_hook.hpp>
 #include <spdlog/spdlog.h>
 
 #include "sandbox/log.hpp"
@@ -270,10 +271,15 @@ result<void> check_like_caf(const tls_config& cfg) {
 // caf::openssl makes an SSL_CTX for every connection, keeps its SSL objects
 // to itself and reports a failed handshake as nothing but a closed
 // connection (its own log is compiled out of Debian's build). OpenSSL calls
-// the "new" function of an ex_data index for every SSL_CTX made after the
-// index exists: ours gives each context an info callback, which sees the
-// alerts and the end of every handshake on both sides. It decides nothing:
-// the handshake itself is CAF's and OpenSSL's, unchanged.
+// the "new" function of an ex_data index for every SSL_CTX of the process
+// made after the index exists. Ours returns at once unless the context is
+// made on a thread of an actor system that `configure_network` set up for
+// TLS (CAF makes a node's contexts on its multiplexer thread, a client's
+// on its openssl middleman actor's thread; a thread hook marks them all):
+// the host application's own contexts are left alone. A context of CAF's
+// gets an info callback, which sees the alerts and the end of every
+// handshake on both sides. It decides nothing: the handshake itself is
+// CAF's and OpenSSL's, unchanged.
 //
 // It also repairs one fault of caf::openssl 0.17.6. OpenSSL reports a
 // failure through the error queue of the thread, and SSL_get_error() reads
@@ -455,7 +461,29 @@ constexpr const char* tls13_suites
   = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
     "TLS_CHACHA20_POLY1305_SHA256";
 
+// Set on the threads of the actor systems `configure_network` set up for
+// TLS, for as long as they run; false on every other thread.
+thread_local bool on_tls_system_thread = false;
+
+class mark_tls_system_threads : public caf::thread_hook {
+public:
+  void init(caf::actor_system&) override {
+    // nop
+  }
+
+  void thread_started() override {
+    on_tls_system_thread = true;
+  }
+
+  void thread_terminates() override {
+    on_tls_system_thread = false;
+  }
+};
+
 void observe_context(void* parent, void*, CRYPTO_EX_DATA*, int, long, void*) {
+  // Not CAF's: the host application's (or another library's) context.
+  if (!on_tls_system_thread)
+    return;
   auto ctx = static_cast<SSL_CTX*>(parent);
   SSL_CTX_set_info_callback(ctx, on_tls_event);
   // OpenSSL has set its defaults by now; CAF sets only the TLS <= 1.2
@@ -542,6 +570,7 @@ void configure_network(caf::actor_system_config& sys_cfg,
   sys_cfg.openssl_certificate = cfg.certificate_file;
   sys_cfg.openssl_key = cfg.key_file;
   sys_cfg.openssl_cafile = cfg.ca_file;
+  sys_cfg.add_thread_hook<mark_tls_system_threads>();
   install_handshake_observer();
 }
 
