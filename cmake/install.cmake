@@ -8,9 +8,10 @@ include(CMakePackageConfigHelpers)
 
 set(SANDBOX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/sandbox)
 
-# The libraries, exported as sandbox::core and sandbox::actors (the same
-# names as the ALIAS targets of a build that includes this project).
-install(TARGETS sandbox sandbox_actors
+# The libraries, exported as sandbox::core, sandbox::actors and
+# sandbox::publish (the same names as the ALIAS targets of a build that
+# includes this project).
+install(TARGETS sandbox sandbox_actors sandbox_publish
   EXPORT sandboxTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime

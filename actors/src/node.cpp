@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
@@ -25,6 +28,7 @@
 #include "sandbox/log.hpp"
 #include "sandbox/port_lease.hpp"
 #include "sandbox/session_net.hpp"
+#include "weak_send.hpp"
 
 namespace sandbox::actors {
 
@@ -43,6 +47,17 @@ struct pending_create {
   caf::typed_response_promise<session_actor, session_info> promise;
 };
 
+using create_promise = caf::typed_response_promise<session_actor, session_info>;
+using allow_result = result<std::vector<net_destination>>;
+
+/// A create whose allow list is being looked up on the runtime's file pool.
+struct pending_lookup {
+  session_config cfg;
+  create_promise promise;
+  /// Written by the pool's thread before it sends `resolved_atom`.
+  std::shared_ptr<std::optional<allow_result>> allow;
+};
+
 /// A client that created sessions which end with it (not detached).
 struct client_entry {
   caf::actor_addr owner;
@@ -59,6 +74,8 @@ struct node_state {
   std::unique_ptr<port_lease_registry> ports;
   std::map<std::string, node_entry> sessions;
   std::map<std::string, pending_create> pending;
+  std::map<uint64_t, pending_lookup> lookups;
+  uint64_t next_lookup = 0;
   /// Clients by number, and the numbers of their owner actors.
   std::map<uint64_t, client_entry> clients;
   std::map<caf::actor_addr, uint64_t> client_numbers;
@@ -228,6 +245,7 @@ node_actor_impl::behavior_type refusing(caf::error err) {
     [err](create_atom, session_config&)
       -> caf::result<session_actor, session_info> { return err; },
     [](hooked_atom, const std::string&, caf::error&) {},
+    [](resolved_atom, uint64_t) {},
     [err](get_atom, const std::string&) -> caf::result<session_actor> {
       return err;
     },
@@ -310,6 +328,45 @@ void configure_scheduler(caf::actor_system_config& cfg,
   cfg.set("scheduler.max-threads", threads);
 }
 
+/// Creates the session `cfg` asks for, its allow list looked up already
+/// (`allow`) or not (null), and answers through `rp`.
+void create_session(self_ptr self, const session_config& cfg,
+                    const allow_result* allow, create_promise rp) {
+  auto& st = self->state;
+  auto params = make_session_params(st.rt, cfg, st.cfg.base_directory, allow);
+  if (!params) {
+    rp.deliver(to_caf(params.error()));
+    return;
+  }
+  auto lease = lease_for(st, *params);
+  if (!lease) {
+    rp.deliver(to_caf(lease.error()));
+    return;
+  }
+  session_info info;
+  info.id = params->id;
+  info.working_directory = params->working_directory;
+  info.home_directory = params->home_directory;
+  info.port = lease->port();
+  info.isolation = params->isolation;
+  params->lease = std::make_shared<port_lease>(std::move(*lease));
+  params->node = self->address();
+  auto handle = spawn_session(self->system(), std::move(*params));
+  self->monitor(handle);
+  log::logger()->info("{} created in {}{}", log::tag{info.id},
+                      info.working_directory,
+                      cfg.detached ? " (detached)" : "");
+  log::logger()->debug("{} leased port {}", log::tag{info.id}, info.port);
+  watch_owner(self, info.id, cfg);
+  if (!st.cfg.on_first_create) {
+    st.sessions.emplace(info.id, node_entry{handle, info});
+    rp.deliver(handle, info);
+    return;
+  }
+  st.pending.emplace(info.id, pending_create{handle, info, rp});
+  run_hook(self, info.id, handle);
+}
+
 node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
                                              node_config cfg) {
   if (auto ok = validate(rt->config()); !ok)
@@ -335,35 +392,33 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     [self](create_atom,
            session_config& cfg) -> caf::result<session_actor, session_info> {
       auto& st = self->state;
-      auto params = make_session_params(st.rt, cfg, st.cfg.base_directory);
-      if (!params)
-        return to_caf(params.error());
-      auto lease = lease_for(st, *params);
-      if (!lease)
-        return to_caf(lease.error());
-      session_info info;
-      info.id = params->id;
-      info.working_directory = params->working_directory;
-      info.home_directory = params->home_directory;
-      info.port = lease->port();
-      info.isolation = params->isolation;
-      params->lease = std::make_shared<port_lease>(std::move(*lease));
-      params->node = self->address();
-      auto handle = spawn_session(self->system(), std::move(*params));
-      self->monitor(handle);
-      log::logger()->info("{} created in {}{}", log::tag{info.id},
-                          info.working_directory,
-                          cfg.detached ? " (detached)" : "");
-      log::logger()->debug("{} leased port {}", log::tag{info.id}, info.port);
-      watch_owner(self, info.id, cfg);
-      if (!st.cfg.on_first_create) {
-        st.sessions.emplace(info.id, node_entry{handle, info});
-        return {handle, info};
-      }
       auto rp = self->make_response_promise<session_actor, session_info>();
-      st.pending.emplace(info.id, pending_create{handle, info, rp});
-      run_hook(self, info.id, handle);
+      auto entries = allowlist_to_resolve(*st.rt, cfg);
+      if (entries.empty()) {
+        create_session(self, cfg, nullptr, rp);
+        return rp;
+      }
+      // A name lookup may take seconds: it runs on the runtime's file
+      // pool, and the node answers everyone else meanwhile.
+      auto n = st.next_lookup++;
+      auto allow = std::make_shared<std::optional<allow_result>>();
+      st.lookups.emplace(n, pending_lookup{std::move(cfg), rp, allow});
+      boost::asio::post(st.rt->file_pool(), [target = weak_self(self, *st.rt),
+                                             n, allow,
+                                             entries = std::move(entries)] {
+        allow->emplace(resolve_allowlist(entries));
+        send_if_alive<node_actor_impl>(target, resolved_atom_v, n);
+      });
       return rp;
+    },
+    [self](resolved_atom, uint64_t n) {
+      auto& st = self->state;
+      auto i = st.lookups.find(n);
+      if (i == st.lookups.end())
+        return;
+      auto entry = std::move(i->second);
+      st.lookups.erase(i);
+      create_session(self, entry.cfg, &**entry.allow, entry.promise);
     },
     [self](hooked_atom, const std::string& id, caf::error& err) {
       auto& st = self->state;

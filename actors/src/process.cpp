@@ -367,12 +367,11 @@ void child_exited(self_ptr self) {
     // A descendant still in the child's group (`cmd &`) may outlive it:
     // its zombie, once re-parented to the node, is ours to reap. The report
     // came when the streams ended, after a linger maybe: a descendant that
-    // died meanwhile is a zombie the reaper's scans skipped so far.
+    // died meanwhile is a zombie the reaper's scans skipped so far. The
+    // reaper looks for it on the reactor, not on this actor's thread.
     auto pgid = st.child->pid();
-    if (::kill(-pgid, 0) == 0) {
-      st.p.rt->reaper()->track_group(pgid);
-      st.p.rt->reaper()->reap_now();
-    }
+    if (::kill(-pgid, 0) == 0)
+      st.p.rt->reaper()->collect_group(pgid);
     // Its cgroup serves the session's next execution once empty; not while
     // a timeout's or a cancel's stop may still kill what is in it (that
     // stop removes it), nor after the session's stop (which removes it).

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -151,7 +152,36 @@ constexpr int connect_attempts = 3;
 std::mutex labels_mtx;
 std::map<caf::node_id, std::string> labels;
 
+/// The ports of published nodes; 0 marks a free slot. Atomics: accept()
+/// reads them on any thread of the process.
+constexpr size_t max_ports = 16;
+std::atomic<uint16_t> published_ports[max_ports];
+
 } // namespace
+
+namespace detail {
+
+bool note_published_port(uint16_t port) {
+  for (auto& p : published_ports) {
+    uint16_t expected = 0;
+    if (p.load(std::memory_order_acquire) == port)
+      return true;
+    if (p.compare_exchange_strong(expected, port, std::memory_order_acq_rel))
+      return true;
+  }
+  return false;
+}
+
+bool is_published_port(uint16_t port) {
+  if (port == 0)
+    return false;
+  for (auto& p : published_ports)
+    if (p.load(std::memory_order_acquire) == port)
+      return true;
+  return false;
+}
+
+} // namespace detail
 
 std::string node_label(const caf::node_id& id) {
   {
@@ -180,10 +210,10 @@ result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
                  fmt::format("cannot listen on {}: {}",
                              node_address{bind, port}.to_string(),
                              sys.render(got.error()))};
-  // The node's connections get fresh descriptor numbers (see
-  // remote_accept.cpp); without that a busy node loses a client now and
-  // then, but it still works.
-  if (!detail::renumber_connections_to(*got))
+  // In a program that links sandbox::publish, the node's connections get
+  // fresh descriptor numbers (see publish_accept.hpp); without that a busy
+  // node loses a client now and then, but it still works.
+  if (!detail::note_published_port(*got))
     log::logger()->warn("port {}: accepted connections keep the kernel's "
                         "descriptor numbers (too many published ports)",
                         *got);

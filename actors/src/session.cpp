@@ -14,6 +14,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -947,9 +948,18 @@ session_actor spawn_session(caf::actor_system& sys, session_params params) {
   return sys.spawn(session_behavior, std::move(params));
 }
 
-result<session_params> make_session_params(runtime_ptr rt,
-                                           const session_config& cfg,
-                                           const std::string& base_directory) {
+std::vector<std::string> allowlist_to_resolve(const runtime& rt,
+                                              const session_config& cfg) {
+  auto isolation = cfg.isolation ? *cfg.isolation : rt.config().isolation;
+  if (isolation != isolation_mode::contained)
+    return {};
+  return cfg.allow_net ? *cfg.allow_net : rt.config().allow_net;
+}
+
+result<session_params>
+make_session_params(runtime_ptr rt, const session_config& cfg,
+                    const std::string& base_directory,
+                    const result<std::vector<net_destination>>* allow) {
   for (auto [name, path] :
        {std::pair{"working_directory", &cfg.working_directory},
         std::pair{"home_directory", &cfg.home_directory}})
@@ -988,14 +998,16 @@ result<session_params> make_session_params(runtime_ptr rt,
                                "host lacks {}",
                                missing)};
     p.limits = cfg.limits;
-    // Names are looked up once, here (see docs/security.md).
-    auto allow = resolve_allowlist(cfg.allow_net ? *cfg.allow_net
-                                                 : rt->config().allow_net);
-    if (!allow)
+    // Names are looked up once, by the caller or here (see
+    // docs/security.md).
+    std::optional<result<std::vector<net_destination>>> here;
+    if (allow == nullptr)
+      allow = &here.emplace(resolve_allowlist(allowlist_to_resolve(*rt, cfg)));
+    if (!*allow)
       return error{errc::invalid_argument,
                    fmt::format("invalid session_config.allow_net: {}",
-                               allow.error().message)};
-    p.allow_net = std::move(*allow);
+                               allow->error().message)};
+    p.allow_net = **allow;
     p.deny = rt->config().isolation_deny;
     if (!base_directory.empty())
       p.deny.push_back(fs::resolve(*cwd, base_directory));

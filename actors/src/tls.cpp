@@ -15,7 +15,6 @@
 #include <utility>
 
 #include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -24,6 +23,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 #include <caf/sec.hpp>
+#include <caf/thread_hook.hpp>
 #include <spdlog/spdlog.h>
 
 #include "sandbox/log.hpp"
@@ -53,19 +53,8 @@ struct openssl_deleter {
 };
 
 using bio_ptr = std::unique_ptr<BIO, openssl_deleter<BIO, BIO_free_all>>;
-using x509_ptr = std::unique_ptr<X509, openssl_deleter<X509, X509_free>>;
-using pkey_ptr
-  = std::unique_ptr<EVP_PKEY, openssl_deleter<EVP_PKEY, EVP_PKEY_free>>;
 using ssl_ctx_ptr
   = std::unique_ptr<SSL_CTX, openssl_deleter<SSL_CTX, SSL_CTX_free>>;
-
-void free_x509_info_stack(STACK_OF(X509_INFO) * xs) {
-  sk_X509_INFO_pop_free(xs, X509_INFO_free);
-}
-
-using x509_info_stack_ptr
-  = std::unique_ptr<STACK_OF(X509_INFO),
-                    openssl_deleter<STACK_OF(X509_INFO), free_x509_info_stack>>;
 
 error bad(std::string msg) {
   return error{errc::invalid_argument, std::move(msg)};
@@ -94,59 +83,28 @@ std::string openssl_errors() {
   return msg.empty() ? "no detail from OpenSSL" : msg;
 }
 
-// Reads a whole PEM file. Opened non-blocking so that a FIFO given by
-// mistake is refused instead of blocking the start-up.
-result<std::string> read_pem(const role& r, const std::string& path) {
+// Checks that `path` is a readable regular file of PEM size before OpenSSL
+// opens it: opened non-blocking, so that a FIFO given by mistake is refused
+// instead of blocking the start-up.
+result<void> check_file(const role& r, const std::string& path) {
   auto fail = [&](int err) {
     return bad("cannot read " + describe(r, path) + ": " + std::strerror(err));
   };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     return fail(errno);
-  struct closer {
-    int fd;
-    ~closer() {
-      ::close(fd);
-    }
-  } guard{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    return fail(errno);
+  int rc = ::fstat(fd, &st);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0)
+    return fail(err);
   if (!S_ISREG(st.st_mode))
     return bad(describe(r, path) + " is not a regular file");
   if (st.st_size > max_pem_size)
     return bad(describe(r, path) + " is too large for a PEM file ("
                + std::to_string(st.st_size) + " bytes)");
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < text.size()) {
-    auto n = ::read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return fail(errno);
-    if (n == 0)
-      break;
-    done += static_cast<size_t>(n);
-  }
-  text.resize(done);
-  return text;
-}
-
-bio_ptr memory_bio(const std::string& text) {
-  return bio_ptr{BIO_new_mem_buf(text.data(), static_cast<int>(text.size()))};
-}
-
-// True when the only error left is PEM's "no start line" at the end of the
-// input, i.e. a loop over the PEM blocks of a file reached its end.
-bool at_pem_end() {
-  auto code = ERR_peek_last_error();
-  if (ERR_GET_LIB(code) == ERR_LIB_PEM
-      && ERR_GET_REASON(code) == PEM_R_NO_START_LINE) {
-    ERR_clear_error();
-    return true;
-  }
-  return false;
+  return {};
 }
 
 std::string to_string(const ASN1_TIME* t) {
@@ -158,36 +116,11 @@ std::string to_string(const ASN1_TIME* t) {
   return std::string(data, static_cast<size_t>(len));
 }
 
-// The certificate (first PEM block) and its chain, parsed as
-// SSL_CTX_use_certificate_chain_file does.
-result<x509_ptr> parse_certificate(const std::string& path) {
-  auto text = read_pem(cert_role, path);
-  if (!text)
-    return text.error();
-  auto in = memory_bio(*text);
-  x509_ptr cert{PEM_read_bio_X509_AUX(in.get(), nullptr, nullptr, nullptr)};
-  if (!cert)
-    return bad(describe(cert_role, path)
-               + " holds no PEM certificate: " + openssl_errors());
-  for (;;) {
-    x509_ptr next{PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr)};
-    if (!next) {
-      if (at_pem_end())
-        break;
-      return bad("a chain certificate after the first in "
-                 + describe(cert_role, path)
-                 + " does not parse: " + openssl_errors());
-    }
-  }
-  // An expired certificate would only show at the peer, as a handshake
-  // that fails for a reason the peer does not tell us.
-  if (X509_cmp_current_time(X509_get0_notAfter(cert.get())) <= 0)
-    return bad(describe(cert_role, path) + " expired on "
-               + to_string(X509_get0_notAfter(cert.get())));
-  if (X509_cmp_current_time(X509_get0_notBefore(cert.get())) >= 0)
-    return bad(describe(cert_role, path) + " is not valid before "
-               + to_string(X509_get0_notBefore(cert.get())));
-  return cert;
+// Whether the oldest error on this thread's queue is OpenSSL's TLS layer
+// refusing what parsed fine (a key too small for the security level, a
+// digest too weak), rather than a file that does not parse.
+bool refused_by_policy() {
+  return ERR_GET_LIB(ERR_peek_error()) == ERR_LIB_SSL;
 }
 
 // Called by OpenSSL when the key is encrypted. Without it, OpenSSL would
@@ -197,69 +130,109 @@ int refuse_passphrase(char*, int, int, void* asked) {
   return -1;
 }
 
-result<pkey_ptr> parse_key(const std::string& path) {
-  auto text = read_pem(key_role, path);
-  if (!text)
-    return text.error();
-  auto in = memory_bio(*text);
+// The certificate (first PEM block) and its chain, loaded as caf::openssl
+// loads them, then checked for its dates: an expired certificate would
+// only show at the peer, as a handshake that fails for a reason the peer
+// does not tell us.
+result<void> load_certificate(SSL_CTX* ctx, const std::string& path) {
+  if (SSL_CTX_use_certificate_chain_file(ctx, path.c_str()) != 1) {
+    if (refused_by_policy())
+      return bad("OpenSSL refuses " + describe(cert_role, path) + ": "
+                 + openssl_errors());
+    if (SSL_CTX_get0_certificate(ctx) != nullptr)
+      return bad("a chain certificate after the first in "
+                 + describe(cert_role, path)
+                 + " does not parse: " + openssl_errors());
+    return bad(describe(cert_role, path)
+               + " holds no PEM certificate: " + openssl_errors());
+  }
+  auto cert = SSL_CTX_get0_certificate(ctx);
+  if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0)
+    return bad(describe(cert_role, path) + " expired on "
+               + to_string(X509_get0_notAfter(cert)));
+  if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0)
+    return bad(describe(cert_role, path) + " is not valid before "
+               + to_string(X509_get0_notBefore(cert)));
+  return {};
+}
+
+// The key, after the certificate: OpenSSL checks that they match.
+result<void> load_key(SSL_CTX* ctx, const tls_config& cfg) {
   bool asked = false;
-  pkey_ptr key{
-    PEM_read_bio_PrivateKey(in.get(), nullptr, refuse_passphrase, &asked)};
+  SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
+  SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
+  auto loaded = SSL_CTX_use_PrivateKey_file(ctx, cfg.key_file.c_str(),
+                                            SSL_FILETYPE_PEM);
+  SSL_CTX_set_default_passwd_cb(ctx, nullptr);
+  SSL_CTX_set_default_passwd_cb_userdata(ctx, nullptr);
+  auto mismatch = [&] {
+    ERR_clear_error();
+    return bad(describe(key_role, cfg.key_file) + " does not match "
+               + describe(cert_role, cfg.certificate_file));
+  };
   if (asked) {
     ERR_clear_error();
-    return bad(describe(key_role, path)
+    return bad(describe(key_role, cfg.key_file)
                + " is encrypted and there is no way to give its passphrase:"
                  " store it decrypted (openssl pkey -in KEY -out NEW_KEY),"
                  " readable by its owner only");
   }
-  if (!key)
-    return bad(describe(key_role, path)
+  if (loaded != 1) {
+    auto code = ERR_peek_last_error();
+    if (ERR_GET_LIB(code) == ERR_LIB_X509
+        && (ERR_GET_REASON(code) == X509_R_KEY_VALUES_MISMATCH
+            || ERR_GET_REASON(code) == X509_R_KEY_TYPE_MISMATCH))
+      return mismatch();
+    return bad(describe(key_role, cfg.key_file)
                + " holds no PEM private key: " + openssl_errors());
-  return key;
-}
-
-result<void> parse_ca(const std::string& path) {
-  auto text = read_pem(ca_role, path);
-  if (!text)
-    return text.error();
-  auto in = memory_bio(*text);
-  x509_info_stack_ptr infos{
-    PEM_X509_INFO_read_bio(in.get(), nullptr, nullptr, nullptr)};
-  if (!infos)
-    return bad(describe(ca_role, path)
-               + " does not parse: " + openssl_errors());
-  int certs = 0;
-  for (int i = 0; i < sk_X509_INFO_num(infos.get()); ++i)
-    if (sk_X509_INFO_value(infos.get(), i)->x509 != nullptr)
-      ++certs;
-  if (certs == 0)
-    return bad(describe(ca_role, path) + " holds no PEM certificate");
+  }
+  // A key of another type than the certificate's is accepted above, for
+  // a certificate of that type to come.
+  if (SSL_CTX_check_private_key(ctx) != 1)
+    return mismatch();
   return {};
 }
 
+result<void> load_ca(SSL_CTX* ctx, const std::string& path) {
+  if (SSL_CTX_load_verify_locations(ctx, path.c_str(), nullptr) != 1) {
+    auto code = ERR_peek_last_error();
+    if (ERR_GET_LIB(code) == ERR_LIB_X509
+        && ERR_GET_REASON(code) == X509_R_NO_CERTIFICATE_OR_CRL_FOUND) {
+      ERR_clear_error();
+      return bad(describe(ca_role, path) + " holds no PEM certificate");
+    }
+    return bad(describe(ca_role, path)
+               + " does not parse: " + openssl_errors());
+  }
+  // A file of revocation lists only loads too, but verifies nothing.
+  auto objects = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+  for (int i = 0; i < sk_X509_OBJECT_num(objects); ++i)
+    if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objects, i)) == X509_LU_X509)
+      return {};
+  return bad(describe(ca_role, path) + " holds no PEM certificate");
+}
+
 // Builds the context caf::openssl builds for every connection
-// (session::create_ssl_context in CAF 0.17.6), from the same files. CAF does
-// this only when a connection is made, and throws from its network thread
-// when it fails, which ends the process: whatever OpenSSL would refuse
-// then (a key too small for its security level, say) is refused here.
-result<void> check_like_caf(const tls_config& cfg) {
+// (session::create_ssl_context in CAF 0.17.6), from the same files, with
+// OpenSSL's own loaders. CAF does this only when a connection is made, and
+// throws from its network thread when it fails, which ends the process:
+// whatever OpenSSL would refuse then (a key too small for its security
+// level, say) is refused here, naming the file.
+result<void> load_like_caf(const tls_config& cfg) {
+  for (auto [path, r] :
+       {std::pair{&cfg.certificate_file, &cert_role},
+        std::pair{&cfg.key_file, &key_role}, std::pair{&cfg.ca_file, &ca_role}})
+    if (auto ok = check_file(*r, *path); !ok)
+      return ok;
   ssl_ctx_ptr ctx{SSL_CTX_new(TLS_method())};
   if (!ctx)
     return bad("cannot create an OpenSSL context: " + openssl_errors());
-  if (SSL_CTX_use_certificate_chain_file(ctx.get(),
-                                         cfg.certificate_file.c_str())
-      != 1)
-    return bad("OpenSSL refuses " + describe(cert_role, cfg.certificate_file)
-               + ": " + openssl_errors());
-  if (SSL_CTX_use_PrivateKey_file(ctx.get(), cfg.key_file.c_str(),
-                                  SSL_FILETYPE_PEM)
-      != 1)
-    return bad("OpenSSL refuses " + describe(key_role, cfg.key_file) + ": "
-               + openssl_errors());
-  if (SSL_CTX_load_verify_locations(ctx.get(), cfg.ca_file.c_str(), nullptr)
-      != 1)
-    return bad("OpenSSL refuses " + describe(ca_role, cfg.ca_file) + ": "
-               + openssl_errors());
+  if (auto ok = load_certificate(ctx.get(), cfg.certificate_file); !ok)
+    return ok;
+  if (auto ok = load_key(ctx.get(), cfg); !ok)
+    return ok;
+  if (auto ok = load_ca(ctx.get(), cfg.ca_file); !ok)
+    return ok;
   if (SSL_CTX_set_cipher_list(ctx.get(), "HIGH:!aNULL:!MD5") != 1)
     return bad("OpenSSL has no cipher for mutual TLS: " + openssl_errors());
   return {};
@@ -270,10 +243,15 @@ result<void> check_like_caf(const tls_config& cfg) {
 // caf::openssl makes an SSL_CTX for every connection, keeps its SSL objects
 // to itself and reports a failed handshake as nothing but a closed
 // connection (its own log is compiled out of Debian's build). OpenSSL calls
-// the "new" function of an ex_data index for every SSL_CTX made after the
-// index exists: ours gives each context an info callback, which sees the
-// alerts and the end of every handshake on both sides. It decides nothing:
-// the handshake itself is CAF's and OpenSSL's, unchanged.
+// the "new" function of an ex_data index for every SSL_CTX of the process
+// made after the index exists. Ours returns at once unless the context is
+// made on a thread of an actor system that `configure_network` set up for
+// TLS (CAF makes a node's contexts on its multiplexer thread, a client's
+// on its openssl middleman actor's thread; a thread hook marks them all):
+// the host application's own contexts are left alone. A context of CAF's
+// gets an info callback, which sees the alerts and the end of every
+// handshake on both sides. It decides nothing: the handshake itself is
+// CAF's and OpenSSL's, unchanged.
 //
 // It also repairs one fault of caf::openssl 0.17.6. OpenSSL reports a
 // failure through the error queue of the thread, and SSL_get_error() reads
@@ -358,6 +336,16 @@ thread_local unsigned long cleared_error = 0;
 // Why the handshake of `ssl` just failed on this side.
 std::string local_reason(const SSL* ssl, bool server) {
   auto verify = SSL_get_verify_result(ssl);
+  // Signed by the CA, but its extended key usage does not allow this end
+  // of a handshake (a node's certificate used by a client, say).
+  if (verify == X509_V_ERR_INVALID_PURPOSE)
+    return std::string{server ? "the client's certificate is not for TLS "
+                                "clients (its extended key usage lacks "
+                                "clientAuth)"
+                              : "the node's certificate is not for TLS "
+                                "servers (its extended key usage lacks "
+                                "serverAuth)"}
+           + ": " + X509_verify_cert_error_string(verify);
   if (verify != X509_V_OK)
     return std::string{server ? "the client's certificate"
                               : "the node's certificate"}
@@ -455,7 +443,29 @@ constexpr const char* tls13_suites
   = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
     "TLS_CHACHA20_POLY1305_SHA256";
 
+// Set on the threads of the actor systems `configure_network` set up for
+// TLS, for as long as they run; false on every other thread.
+thread_local bool on_tls_system_thread = false;
+
+class mark_tls_system_threads : public caf::thread_hook {
+public:
+  void init(caf::actor_system&) override {
+    // nop
+  }
+
+  void thread_started() override {
+    on_tls_system_thread = true;
+  }
+
+  void thread_terminates() override {
+    on_tls_system_thread = false;
+  }
+};
+
 void observe_context(void* parent, void*, CRYPTO_EX_DATA*, int, long, void*) {
+  // Not CAF's: the host application's (or another library's) context.
+  if (!on_tls_system_thread)
+    return;
   auto ctx = static_cast<SSL_CTX*>(parent);
   SSL_CTX_set_info_callback(ctx, on_tls_event);
   // OpenSSL has set its defaults by now; CAF sets only the TLS <= 1.2
@@ -511,20 +521,7 @@ result<void> validate(const tls_config& cfg) {
                              " together: "}
                  + r->flag + " (the " + r->name + ") is missing");
   ERR_clear_error();
-  auto cert = parse_certificate(cfg.certificate_file);
-  if (!cert)
-    return cert.error();
-  auto key = parse_key(cfg.key_file);
-  if (!key)
-    return key.error();
-  if (auto ca = parse_ca(cfg.ca_file); !ca)
-    return ca.error();
-  if (X509_check_private_key(cert->get(), key->get()) != 1) {
-    ERR_clear_error();
-    return bad(describe(key_role, cfg.key_file) + " does not match "
-               + describe(cert_role, cfg.certificate_file));
-  }
-  auto res = check_like_caf(cfg);
+  auto res = load_like_caf(cfg);
   ERR_clear_error();
   return res;
 }
@@ -542,6 +539,7 @@ void configure_network(caf::actor_system_config& sys_cfg,
   sys_cfg.openssl_certificate = cfg.certificate_file;
   sys_cfg.openssl_key = cfg.key_file;
   sys_cfg.openssl_cafile = cfg.ca_file;
+  sys_cfg.add_thread_hook<mark_tls_system_threads>();
   install_handshake_observer();
 }
 

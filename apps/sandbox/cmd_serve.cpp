@@ -16,6 +16,7 @@
 #include "cli.hpp"
 #include "interrupt.hpp"
 #include "sandbox/actors/node.hpp"
+#include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/session_directories.hpp"
@@ -110,6 +111,8 @@ int serve(const global_options& g, const serve_flags& f) {
   actors::configure_scheduler(*cfg, ncfg.scheduler);
   auto* sys = new caf::actor_system{*cfg};
   auto node = actors::spawn_node(*sys, rt, ncfg);
+  // Many clients come and go: see publish_accept.hpp.
+  actors::renumber_node_connections();
   auto bound = actors::publish_node(
     *sys, node, f.bind, static_cast<uint16_t>(*port), tls.enabled());
   if (!bound)

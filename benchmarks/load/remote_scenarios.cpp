@@ -16,6 +16,7 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
+#include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 
@@ -35,6 +36,7 @@ struct loopback_node {
     sys = std::make_unique<caf::actor_system>(cfg);
     auto rt = std::make_shared<actors::runtime>(node_config(opt));
     node = actors::spawn_node(*sys, rt, {});
+    actors::renumber_node_connections();
     auto p = actors::publish_node(*sys, node, "127.0.0.1", 0, tls.enabled());
     if (!p)
       throw std::runtime_error(p.error().message);

@@ -7,12 +7,14 @@
 
 #include <cerrno>
 #include <shared_mutex>
+#include <vector>
+
+#include <boost/asio/post.hpp>
 
 #include <spdlog/spdlog.h>
 
 #include "sandbox/log.hpp"
 
-#include "sandbox/process_tree.hpp"
 #include "sandbox/watchdog.hpp"
 
 namespace sandbox {
@@ -100,10 +102,10 @@ void reaper::wait_signal() {
 }
 
 void reaper::schedule_scan() {
-  // A /proc scan costs far more than a child's exit; under load SIGCHLDs
-  // arrive by the thousand. Scan at most once per `scan_interval`: an
-  // orphan's zombie waits that long at most (our own children are reaped
-  // by their launchers at once, never here).
+  // Under load SIGCHLDs arrive by the thousand, and a scan that finds a
+  // zombie takes the launch gate alone. Scan at most once per
+  // `scan_interval`: an orphan's zombie waits that long at most (our own
+  // children are reaped by their launchers at once, never here).
   if (scan_pending_)
     return;
   scan_pending_ = true;
@@ -192,30 +194,89 @@ size_t reaper::tracked() const {
   return pids_.size() + groups_.size();
 }
 
-size_t reaper::reap_now() {
-  auto self = ::getpid();
-  auto snapshot = proc_snapshot();
-  size_t reaped = 0;
+namespace {
+
+bool is_subreaper() {
+  int flag = 0;
+  return ::prctl(PR_GET_CHILD_SUBREAPER, &flag) == 0 && flag != 0;
+}
+
+/// A zombie child that `type` and `id` select, left a zombie (WNOWAIT);
+/// 0 when there is none.
+pid_t peek_zombie(idtype_t type, id_t id) {
+  for (;;) {
+    siginfo_t si{};
+    if (::waitid(type, id, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
+      return si.si_pid; // 0: children, but no zombie among them
+    if (errno != EINTR)
+      return 0; // ECHILD
+  }
+}
+
+} // namespace
+
+void reaper::collect_group(pid_t pgid) {
+  track_group(pgid);
+  boost::asio::post(strand_, [weak = weak_from_this()] {
+    if (auto self = weak.lock())
+      self->reap_now();
+  });
+}
+
+bool reaper::reap_one(pid_t pid) {
   // Lock order: no launch in progress, the process-wide registry, then
-  // this reaper's sets. The snapshot may be older than a launch that ends
-  // meanwhile: its child is registered by the time the gate is ours.
+  // this reaper's sets. With the gate held alone every launched child is
+  // registered: an owned one is its launcher's to reap.
   std::unique_lock<std::shared_mutex> no_launch{launch_gate()};
   std::lock_guard<std::mutex> own_guard{own_mutex()};
+  if (own_set().count(pid) > 0)
+    return false;
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) != pid)
+    return false;
   std::lock_guard<std::mutex> guard{mtx_};
-  for (auto& e : snapshot) {
-    if (e.ppid != self || !e.zombie())
-      continue;
-    if (own_set().count(e.pid) > 0)
-      continue;
-    if (!reap_all_ && pids_.count(e.pid) == 0 && groups_.count(e.pgid) == 0)
-      continue;
-    int status = 0;
-    if (::waitpid(e.pid, &status, WNOHANG) == e.pid) {
-      ++reaped;
-      pids_.erase(e.pid);
+  pids_.erase(pid);
+  return true;
+}
+
+size_t reaper::reap_now() {
+  size_t reaped = 0;
+  if (is_subreaper()) {
+    // Every zombie that `type`/`id` selects, until none is left or the
+    // next one is a launcher's (it reaps it itself, and the kernel would
+    // name that one again).
+    auto drain = [&](idtype_t type, id_t id) {
+      while (auto pid = peek_zombie(type, id)) {
+        if (!reap_one(pid))
+          return false;
+        ++reaped;
+      }
+      return true;
+    };
+    if (reap_all_) {
+      // A zombie of a launcher's hides the others from P_ALL until it is
+      // reaped: look again after the scan interval.
+      if (!drain(P_ALL, 0))
+        boost::asio::post(strand_, [weak = weak_from_this()] {
+          if (auto self = weak.lock())
+            self->schedule_scan();
+        });
+    } else {
+      std::vector<pid_t> pids;
+      std::vector<pid_t> groups;
+      {
+        std::lock_guard<std::mutex> guard{mtx_};
+        pids.assign(pids_.begin(), pids_.end());
+        groups.assign(groups_.begin(), groups_.end());
+      }
+      for (auto pid : pids)
+        drain(P_PID, static_cast<id_t>(pid));
+      for (auto pgid : groups)
+        drain(P_PGID, static_cast<id_t>(pgid));
     }
   }
   // Forget what can no longer produce a zombie of ours.
+  std::lock_guard<std::mutex> guard{mtx_};
   for (auto i = pids_.begin(); i != pids_.end();)
     i = ::kill(*i, 0) != 0 && errno == ESRCH ? pids_.erase(i) : std::next(i);
   for (auto i = groups_.begin(); i != groups_.end();) {

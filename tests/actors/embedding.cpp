@@ -58,6 +58,29 @@ void check_host(const std::vector<std::string>& options) {
 
 } // namespace
 
+// Run by a program that links sandbox::actors only (not sandbox::publish),
+// with an embedded node and a node published over TLS.
+CAF_TEST(a host keeps its own accept and its own openssl contexts) {
+  sandbox::test::temp_dir dir;
+  auto r
+    = sandbox::test::spawn_capture({SANDBOX_TEST_NODE_HOST, "net", dir.path});
+  CAF_MESSAGE("node host said:\n" << r.out);
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK_EQUAL(r.out.find("FAIL"), std::string::npos);
+  // accept() is libc's; a connection the host accepts, on a port of its
+  // own or on the published node's port number at another address, gets
+  // the kernel's lowest free number and no close-on-exec; its SSL_CTX keeps
+  // a null info callback and OpenSSL's TLS 1.3 suites, made on its main
+  // thread or on a thread of its own; one made on a thread of the node's
+  // actor system is observed.
+  for (auto name :
+       {"accept-is-libc", "published", "tls-client-connects", "tls-session",
+        "own-accept-same-port", "own-accept", "own-ssl-ctx",
+        "own-ssl-ctx-thread", "caf-thread-ssl-ctx-observed"})
+    CAF_CHECK(r.out.find(std::string{"ok "} + name + "\n")
+              != std::string::npos);
+}
+
 CAF_TEST(a host keeps its signals its children and their exit statuses) {
   check_host({});
 }

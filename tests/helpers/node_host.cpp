@@ -20,14 +20,24 @@
 //       an application with children, a SIGCHLD handler and SIGPIPE
 //       expectations of its own embeds a node; prints `ok NAME` or
 //       `FAIL NAME: WHY` per check and exits 1 if one failed.
+//   sandbox-test-node-host net DIR
+//       an application with sockets and OpenSSL contexts of its own embeds
+//       a node and publishes one over TLS (it links sandbox::actors, not
+//       sandbox::publish); prints `ok NAME` or `FAIL NAME: WHY` per check.
 //
 // Its nodes take the isolation of SANDBOX_TEST_ISOLATION as their default
 // (test_isolation.hpp), as the suites' own nodes do.
 
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,7 +52,15 @@
 #include <thread>
 #include <vector>
 
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <openssl/ssl.h>
+
+#include "helpers/tls_files.hpp"
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/registration.hpp"
+#include "sandbox/actors/remote.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/watchdog.hpp"
 #include "test_isolation.hpp"
@@ -313,6 +331,175 @@ int host_mode(const std::string& dir, bool process_group) {
   return failures == 0 ? 0 : 1;
 }
 
+// --- net mode ----------------------------------------------------------------
+
+/// A listening socket of the host's own on `addr`:`port` (0: any), its
+/// port, and one connection accepted on it with the process's accept().
+struct accepted_on {
+  int fd = -1;
+  int expected = -1; // the lowest free number just before accept()
+  bool cloexec = false;
+  std::string error;
+};
+
+accepted_on accept_one(const char* addr_text, uint16_t port) {
+  accepted_on out;
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  ::inet_pton(AF_INET, addr_text, &addr.sin_addr);
+  socklen_t len = sizeof(addr);
+  if (listener < 0
+      || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+      || ::listen(listener, 1) != 0
+      || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len)
+           != 0) {
+    out.error = std::string{"listen on "} + addr_text + ": "
+                + std::strerror(errno);
+    return out;
+  }
+  int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr))
+      != 0) {
+    out.error = std::string{"connect: "} + std::strerror(errno);
+    return out;
+  }
+  // The kernel gives the lowest free number: the one this probe got.
+  out.expected = ::open("/dev/null", O_RDONLY);
+  ::close(out.expected);
+  out.fd = ::accept(listener, nullptr, nullptr);
+  if (out.fd < 0)
+    out.error = std::string{"accept: "} + std::strerror(errno);
+  else
+    out.cloexec = (::fcntl(out.fd, F_GETFD) & FD_CLOEXEC) != 0;
+  ::close(client);
+  ::close(listener);
+  return out;
+}
+
+/// The names of the TLS 1.3 suites of `ctx`, in its order of preference.
+std::string tls13_suites(SSL_CTX* ctx) {
+  std::string out;
+  auto ciphers = SSL_CTX_get_ciphers(ctx);
+  for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i) {
+    auto c = sk_SSL_CIPHER_value(ciphers, i);
+    if (std::strcmp(SSL_CIPHER_get_version(c), "TLSv1.3") == 0)
+      out += std::string{out.empty() ? "" : ":"} + SSL_CIPHER_get_name(c);
+  }
+  return out;
+}
+
+/// A context the host makes itself: whether OpenSSL's defaults survived.
+struct own_context {
+  bool info_callback_null = false;
+  std::string suites;
+};
+
+own_context make_own_context() {
+  own_context out;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
+  if (ctx == nullptr)
+    return out;
+  out.info_callback_null = SSL_CTX_get_info_callback(ctx) == nullptr;
+  out.suites = tls13_suites(ctx);
+  SSL_CTX_free(ctx);
+  return out;
+}
+
+int net_mode(const std::string& dir) {
+  ::signal(SIGPIPE, SIG_DFL);
+  // OpenSSL's defaults, before any node exists.
+  auto baseline = make_own_context();
+  // The program's accept() is libc's: no library linked here defines one.
+  Dl_info info{};
+  bool found = ::dladdr(reinterpret_cast<void*>(&::accept), &info) != 0
+               && info.dli_fname != nullptr;
+  std::string where = found ? info.dli_fname : "nowhere";
+  check("accept-is-libc", where.find("libc.so") != std::string::npos,
+        "accept() is defined in " + where);
+
+  sandbox::test::tls_files files;
+  runtime_config rcfg;
+  rcfg.isolation = sandbox::test::suite_isolation();
+  embedded_node embedded{rcfg};
+  // A node published over TLS, and a client of it: CAF makes its OpenSSL
+  // contexts (the node's on its multiplexer thread, the client's on its
+  // middleman actor's thread) and the library observes them.
+  tls_config node_tls{files.node_cert, files.node_key, files.ca};
+  system_config cfg;
+  configure_remote(cfg, node_tls);
+  auto sys = std::make_unique<caf::actor_system>(cfg);
+  auto rt = std::make_shared<runtime>(rcfg);
+  node_config ncfg;
+  ncfg.base_directory = dir + "/sessions";
+  auto node = spawn_node(*sys, rt, ncfg);
+  auto port = publish_node(*sys, node, "127.0.0.1", 0, true);
+  check("published", port.has_value(), port ? "" : port.error().message);
+  if (port) {
+    tls_config client_tls{files.client_cert, files.client_key, files.ca};
+    auto address = "127.0.0.1:" + std::to_string(*port);
+    auto client = remote_node::connect(address, client_tls);
+    check("tls-client-connects", client.has_value(),
+          client ? "" : client.error().message);
+    if (client) {
+      auto s = blocking_session::create(**client, {});
+      check("tls-session", s.has_value(), s ? "" : s.error().message);
+      if (s)
+        (void) s->stop();
+    }
+    // The host's own listener on the node's port number, on another
+    // loopback address, and one on a port of its own: both give what the
+    // kernel gives (the lowest free number, without close-on-exec).
+    for (auto [name, addr, p] :
+         {std::tuple{"own-accept-same-port", "127.0.0.2", *port},
+          std::tuple{"own-accept", "127.0.0.1", uint16_t{0}}}) {
+      auto got = accept_one(addr, p);
+      check(name, got.error.empty() && got.fd == got.expected && !got.cloexec,
+            got.error.empty() ? "accept gave " + std::to_string(got.fd)
+                                  + " (cloexec " + std::to_string(got.cloexec)
+                                  + "), the kernel's lowest free number was "
+                                  + std::to_string(got.expected)
+                              : got.error);
+      if (got.fd >= 0)
+        ::close(got.fd);
+    }
+  }
+  // The host's own contexts, on its main thread and on a thread of its own.
+  auto own = make_own_context();
+  own_context other;
+  std::thread{[&] { other = make_own_context(); }}.join();
+  for (auto [name, got] : {std::pair{"own-ssl-ctx", &own},
+                           std::pair{"own-ssl-ctx-thread", &other}}) {
+    check(name, got->info_callback_null && got->suites == baseline.suites,
+          std::string{"info callback "}
+            + (got->info_callback_null ? "null" : "set") + ", TLS 1.3 suites "
+            + got->suites + " (OpenSSL's: " + baseline.suites + ")");
+  }
+  // A context made on a thread of the node's actor system is observed: the
+  // scoping is by thread, and CAF's threads are still covered.
+  {
+    caf::scoped_actor self{*sys};
+    auto probe = sys->spawn([]() -> caf::behavior {
+      return {[](int) { return make_own_context().info_callback_null; }};
+    });
+    bool null_there = true;
+    self->request(probe, caf::infinite, 1)
+      .receive([&](bool x) { null_there = x; }, [](caf::error&) {});
+    check("caf-thread-ssl-ctx-observed", !null_there,
+          "a context made by an actor of the node's system has no info "
+          "callback");
+    self->send_exit(probe, caf::exit_reason::user_shutdown);
+    self->request(node, caf::infinite, stop_atom_v)
+      .receive([](uint32_t) {}, [](caf::error&) {});
+    self->send_exit(node, caf::exit_reason::user_shutdown);
+    self->wait_for(node);
+  }
+  node = nullptr;
+  sys.reset();
+  return failures == 0 ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -329,9 +516,11 @@ int main(int argc, char** argv) {
     return cgroups_mode(argv[2], argv[3]);
   if (argc >= 3 && std::string{argv[1]} == "host")
     return host_mode(argv[2], has("process-group"));
+  if (argc == 3 && std::string{argv[1]} == "net")
+    return net_mode(argv[2]);
   std::fprintf(stderr,
                "usage: %s die DIR [reap-all] [process-group] [escape] | "
-               "cgroups KEEP FORGET | host DIR [process-group]\n",
+               "cgroups KEEP FORGET | host DIR [process-group] | net DIR\n",
                argv[0]);
   return 2;
 }

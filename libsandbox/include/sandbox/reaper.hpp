@@ -87,15 +87,26 @@ public:
   /// ours; used when the group outlives its leader.
   void track_group(pid_t pgid);
 
+  /// Registers process group `pgid` (`track_group`) and, on the reactor,
+  /// reaps the zombies of it re-parented to this process (`reap_now`):
+  /// the caller (an actor) neither waits for it nor blocks launches.
+  void collect_group(pid_t pgid);
+
   /// Reaps every registered zombie child now and forgets groups that have
-  /// no member left. Returns how many zombies were reaped.
+  /// no member left. Returns how many zombies were reaped. Only a
+  /// subreaper process (PR_GET_CHILD_SUBREAPER, ours or the host's) gets
+  /// orphans: anywhere else it reaps nothing. It asks the kernel for
+  /// zombie children (`waitid` with WNOWAIT, of every registered pid and
+  /// group, or of any pid with `reap_all_orphans`) and holds the launch
+  /// gate alone only around the reap of one it found, so that it never
+  /// takes a child launched but not registered yet.
   size_t reap_now();
 
   /// Returns how many pids and process groups are registered with
   /// `track_pid` and `track_group` and not forgotten yet.
   size_t tracked() const;
 
-  /// Minimum time between two SIGCHLD-triggered scans of /proc.
+  /// Minimum time between two SIGCHLD-triggered scans for zombies.
   static constexpr std::chrono::milliseconds scan_interval{50};
 
 private:
@@ -103,6 +114,9 @@ private:
 
   void wait_signal();
   void schedule_scan();
+  /// Reaps zombie child `pid` unless a launcher owns it; false when it
+  /// did not (owned, or gone).
+  bool reap_one(pid_t pid);
 
   static std::mutex& own_mutex();
   /// A multiset: a pid reused by a new child while its previous owner has

@@ -258,6 +258,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
 
   // The node: the grace period of a gone client ended.
   CAF_ADD_ATOM(sandbox, sandbox::actors, grace_atom, "grace")
+  // The node: the allow list of a session to create was looked up.
+  CAF_ADD_ATOM(sandbox, sandbox::actors, resolved_atom, "resolved")
 
 CAF_END_TYPE_ID_BLOCK(sandbox)
 // clang-format on
@@ -467,6 +469,9 @@ using node_actor_impl
   = node_actor::extend<caf::reacts_to<hooked_atom, std::string, caf::error>,
                        // The grace period of the gone client `n` ended.
                        caf::reacts_to<grace_atom, uint64_t>,
+                       // The lookup `n` of an allow list (off the node's
+                       // thread) is done.
+                       caf::reacts_to<resolved_atom, uint64_t>,
                        // The session with this id completed its stop
                        // (through its own handle or the node's).
                        caf::reacts_to<ended_atom, std::string>>;

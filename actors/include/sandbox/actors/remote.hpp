@@ -70,13 +70,15 @@ constexpr std::chrono::seconds remote_liveness{4};
 
 namespace detail {
 
-/// From now on, the connections accepted on a listening socket bound to
-/// `port` get descriptor numbers no recent connection had (a workaround for
-/// CAF 0.17.6 in accept(), see remote_accept.cpp). Connections accepted on
-/// any other socket (a host application's) are left exactly as accept()
-/// made them. `publish_node` calls it for the port it listens on.
-/// @returns false when no more ports can be registered (16 at most).
-bool renumber_connections_to(uint16_t port);
+/// Notes `port` as the port of a published node (`publish_node` calls
+/// it). Only the accept() of sandbox::publish reads the list, to renumber
+/// that node's connections (see sandbox/actors/publish_accept.hpp); the
+/// list changes nothing by itself.
+/// @returns false when no more ports can be noted (16 at most).
+bool note_published_port(uint16_t port);
+
+/// Whether `port` is the port of a node this process published.
+bool is_published_port(uint16_t port);
 
 } // namespace detail
 

@@ -69,9 +69,19 @@ session_actor spawn_session(caf::actor_system& sys, session_params params);
 /// naming the field), `permission_denied` or `io_error` (a directory cannot
 /// be created, the current directory cannot be determined).
 /// An empty working directory becomes `<base_directory>/<id>` when
-/// `base_directory` is set, else the current directory.
+/// `base_directory` is set, else the current directory. A contained
+/// session's allow list is `*allow`, looked up before (see
+/// `allowlist_to_resolve`), or looked up here when `allow` is null.
 result<session_params>
 make_session_params(runtime_ptr rt, const session_config& cfg,
-                    const std::string& base_directory = {});
+                    const std::string& base_directory = {},
+                    const result<std::vector<net_destination>>* allow
+                    = nullptr);
+
+/// The allow list `make_session_params` looks up (`resolve_allowlist`,
+/// getaddrinfo) for `cfg`: a contained session's own or the runtime's;
+/// empty when there is nothing to look up.
+std::vector<std::string> allowlist_to_resolve(const runtime& rt,
+                                              const session_config& cfg);
 
 } // namespace sandbox::actors

@@ -1,8 +1,9 @@
-// The accept() of every process that links the remote layer: a connection
-// that a published node accepts gets a descriptor number that no recent
-// connection had. Only the listening sockets of published nodes (found by
-// their port) are affected; a host application's accept() calls return
-// what the kernel gave, unchanged.
+// The accept() of a program that links sandbox::publish (see
+// sandbox/actors/publish_accept.hpp): a connection that a published node
+// accepts gets a descriptor number that no recent connection had. Only the
+// listening sockets of published nodes (found by their port) are affected,
+// and only once the program called `renumber_node_connections`; a host
+// application's accept() calls return what the kernel gave, unchanged.
 //
 // CAF 0.17.6's BASP broker knows a connection by its descriptor number, and
 // forgets a closed connection late: its cleanup waits in the broker's queue
@@ -17,6 +18,9 @@
 // connection to a number taken in turn from the upper half of the
 // descriptor limit keeps a number unused for many connections after its
 // close, far longer than the cleanup waits.
+//
+// This file is not part of sandbox::actors: a library must not define a
+// libc function for every program that links it.
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -30,6 +34,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/remote.hpp"
 
 namespace sandbox::actors {
@@ -40,9 +45,8 @@ using accept_fn = int (*)(int, sockaddr*, socklen_t*);
 
 std::atomic<uint64_t> next_number{0};
 
-/// The ports of published nodes; 0 marks a free slot.
-constexpr size_t max_ports = 16;
-std::atomic<uint16_t> ports[max_ports];
+/// Set by `renumber_node_connections`.
+std::atomic<bool> enabled{false};
 
 /// Whether `listener` is bound to the port of a published node.
 bool is_node_listener(int listener) {
@@ -57,10 +61,7 @@ bool is_node_listener(int listener) {
     port = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
   else
     return false;
-  for (auto& p : ports)
-    if (port != 0 && p.load(std::memory_order_acquire) == port)
-      return true;
-  return false;
+  return detail::is_published_port(port);
 }
 
 /// `fd`, moved to the next number of the upper half of the descriptor
@@ -87,20 +88,9 @@ int renumber(int fd) {
 
 } // namespace
 
-namespace detail {
-
-bool renumber_connections_to(uint16_t port) {
-  for (auto& p : ports) {
-    uint16_t expected = 0;
-    if (p.load(std::memory_order_acquire) == port)
-      return true;
-    if (p.compare_exchange_strong(expected, port, std::memory_order_acq_rel))
-      return true;
-  }
-  return false;
+void renumber_node_connections() {
+  enabled.store(true, std::memory_order_release);
 }
-
-} // namespace detail
 
 } // namespace sandbox::actors
 
@@ -112,7 +102,8 @@ extern "C" int accept(int fd, sockaddr* addr, socklen_t* len) {
     return -1;
   }
   int got = real(fd, addr, len);
-  if (got < 0 || !sandbox::actors::is_node_listener(fd))
+  if (got < 0 || !sandbox::actors::enabled.load(std::memory_order_acquire)
+      || !sandbox::actors::is_node_listener(fd))
     return got;
   return sandbox::actors::renumber(got);
 }
