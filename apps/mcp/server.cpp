@@ -1,4 +1,4 @@
-#include "mcp_server.hpp"
+#include "mcp/server.hpp"
 
 #include <poll.h>
 #include <unistd.h>
