@@ -10,6 +10,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include "interrupt.hpp"
@@ -146,29 +147,20 @@ std::string escape_control(std::string_view text) {
 }
 
 std::string base64(std::string_view bytes) {
-  static constexpr char alphabet[]
-    = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  // EVP_EncodeBlock takes an int length: whole groups of 3 bytes at a time,
+  // so that only the last piece is padded.
+  constexpr size_t piece = 3 * 1024 * 1024;
   std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    auto n = (static_cast<uint8_t>(bytes[i]) << 16)
-             | (static_cast<uint8_t>(bytes[i + 1]) << 8)
-             | static_cast<uint8_t>(bytes[i + 2]);
-    out += alphabet[(n >> 18) & 63];
-    out += alphabet[(n >> 12) & 63];
-    out += alphabet[(n >> 6) & 63];
-    out += alphabet[n & 63];
+  out.resize((bytes.size() + 2) / 3 * 4 + 1); // + the NUL it writes
+  size_t used = 0;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    auto in = bytes.substr(at, piece);
+    used += static_cast<size_t>(
+      ::EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + used),
+                        reinterpret_cast<const unsigned char*>(in.data()),
+                        static_cast<int>(in.size())));
   }
-  if (auto rest = bytes.size() - i; rest > 0) {
-    auto n = static_cast<uint8_t>(bytes[i]) << 16;
-    if (rest == 2)
-      n |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-    out += alphabet[(n >> 18) & 63];
-    out += alphabet[(n >> 12) & 63];
-    out += rest == 2 ? alphabet[(n >> 6) & 63] : '=';
-    out += '=';
-  }
+  out.resize(used);
   return out;
 }
 
