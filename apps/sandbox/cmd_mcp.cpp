@@ -15,7 +15,7 @@
 
 #include "cli.hpp"
 #include "interrupt.hpp"
-#include "mcp_server.hpp"
+#include "mcp/server.hpp"
 
 #ifndef SANDBOX_VERSION
 #  define SANDBOX_VERSION "unknown"

@@ -72,6 +72,14 @@ result<actors::session_config> to_config(const create_flags& flags,
   return cfg;
 }
 
+/// `err` with the hint `--session ID` gives without --node: the embedded
+/// node never knows a session another CLI made.
+sandbox::error embedded_hint(sandbox::error err) {
+  if (err.code == errc::session_not_found)
+    err.message += " (sessions persist only on a remote node)";
+  return err;
+}
+
 void print_list_entry(const global_options& g, const actors::session_info& info,
                       const std::string& node = {}) {
   if (g.json) {
@@ -188,8 +196,13 @@ command add_session(CLI::App& app, global_options& g) {
       if (!info)
         return report(g, info.error());
       print_info(g, *info);
-      // Embedded: the session lives as long as this CLI.
+      // Embedded: the session lives as long as this CLI. Say so, or the
+      // printed id looks like one to use later.
       (void) s->stop();
+      emit(2, fmt::format("sandbox: note: session {} is already stopped: "
+                          "without --node a session ends with the command "
+                          "(sessions persist only on a remote node)\n",
+                          escape_control(info->id)));
       return exit_ok;
     }
     if (list->parsed()) {
@@ -203,7 +216,7 @@ command add_session(CLI::App& app, global_options& g) {
     if (stop->parsed()) {
       auto receipt = node.stop_session(*stop_id);
       if (!receipt)
-        return report(g, receipt.error());
+        return report(g, embedded_hint(receipt.error()));
       print_receipt(g, *stop_id, *receipt);
       return exit_ok;
     }

@@ -86,12 +86,48 @@ CAF_TEST(S22 session stop of an unknown id exits 1) {
   auto r = sandbox_cli("session stop 00000000-0000-4000-8000-000000000000",
                        true);
   CAF_CHECK_EQUAL(r.status, 1);
-  CAF_CHECK_EQUAL(r.out, "sandbox: no such session: "
-                         "00000000-0000-4000-8000-000000000000\n");
+  // Without --node the embedded node never knows a session: the message
+  // says where sessions persist, as `--session ID run` does.
+  CAF_CHECK_EQUAL(r.out, sandbox::test::remote_mode()
+                           ? "sandbox: no such session: "
+                             "00000000-0000-4000-8000-000000000000\n"
+                           : "sandbox: no such session: "
+                             "00000000-0000-4000-8000-000000000000 (sessions "
+                             "persist only on a remote node)\n");
   r = sandbox_cli("--json session stop nope");
   auto lines = json_lines(r.out);
   CAF_REQUIRE_EQUAL(lines.size(), 1u);
   CAF_CHECK_EQUAL(lines[0]["code"], "session_not_found");
+}
+
+CAF_TEST(session create without node notes that the session is stopped) {
+  sandbox::test::temp_dir dir;
+  // stderr only (stdout to /dev/null), then stdout only.
+  auto err = sandbox_cli("session create --workdir '" + dir.path
+                         + "' 2>&1 >/dev/null");
+  CAF_CHECK_EQUAL(err.status, 0);
+  auto r = sandbox_cli("--json session create --workdir '" + dir.path
+                       + "' 2>/dev/null");
+  CAF_REQUIRE_EQUAL(r.status, 0);
+  auto lines = json_lines(r.out);
+  CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  auto id = lines[0]["id"].get<std::string>();
+  if (sandbox::test::remote_mode()) {
+    // On a node the session persists: nothing to note.
+    CAF_CHECK_EQUAL(err.out, "");
+    CAF_CHECK_EQUAL(sandbox_cli("session stop " + id).status, 0);
+    return;
+  }
+  CAF_CHECK(err.out.find("sandbox: note: session ") == 0);
+  CAF_CHECK(err.out.find(" is already stopped: without --node a session ends "
+                         "with the command (sessions persist only on a "
+                         "remote node)\n")
+            != std::string::npos);
+  // And so it is: stopping it again finds nothing.
+  auto stop = sandbox_cli("session stop " + id, true);
+  CAF_CHECK_EQUAL(stop.status, 1);
+  CAF_CHECK_EQUAL(stop.out, "sandbox: no such session: " + id
+                              + " (sessions persist only on a remote node)\n");
 }
 
 CAF_TEST(session list on the embedded node lists nothing) {

@@ -170,6 +170,23 @@ CAF_TEST(an empty input ends the server at once with status 0) {
   CAF_CHECK_EQUAL(r.out, "");
 }
 
+CAF_TEST(the end of input cancels a running call and warns how many) {
+  temp_dir work;
+  // The input ends right after the call: it cannot have answered.
+  auto r = run_mcp(
+    {"--workdir", work.path},
+    initialize + "\n"
+      + R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":)"
+      + R"({"name":"shell","arguments":{"command":"sleep 60"}}})" + "\n");
+  CAF_CHECK_EQUAL(r.status, 0);
+  auto lines = json_lines(r.out);
+  CAF_REQUIRE_EQUAL(lines.size(), 1u);
+  CAF_CHECK_EQUAL(lines[0]["id"], 1);
+  // At the default level (warn): the call is not lost silently.
+  CAF_CHECK(r.err.find("mcp: cancelled 1 call at end of input")
+            != std::string::npos);
+}
+
 CAF_TEST(a working directory that cannot be made is one error line) {
   temp_dir work;
   // A missing one is created, as for `session create`; not under a file.

@@ -1,6 +1,6 @@
 #pragma once
 
-// Tests of the MCP server's protocol layer (apps/sandbox/mcp_server.hpp)
+// Tests of the MCP server's protocol layer (apps/mcp/server.hpp)
 // against a fake tool provider: no node, no processes. The fixture feeds
 // lines to a server and collects what it writes, with arrival times.
 
@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "mcp_server.hpp"
+#include "mcp/server.hpp"
 
 namespace sandbox::test {
 

@@ -87,8 +87,9 @@ public:
   void reject_line(std::string_view reason);
 
   /// Cancels every call that runs or waits (they answer nothing) and waits
-  /// for the workers; later lines are ignored. Idempotent.
-  void shutdown();
+  /// until they have ended; later lines are ignored. Returns how many calls
+  /// it cancelled (0 the second time).
+  size_t shutdown();
 
   /// The negotiated protocol version; empty before `initialize`.
   std::string protocol_version() const;
@@ -103,8 +104,9 @@ private:
 
 /// Reads lines from `in_fd` into `srv` until the input ends or `wake_fd`
 /// becomes readable (e.g. an interrupt or a failed write); then shuts the
-/// server down. Lines longer than `max_line` bytes are answered with a
-/// parse error and skipped.
+/// server down (at the end of the input, a warning names the calls that
+/// were cancelled without an answer). Lines longer than `max_line` bytes are
+/// answered with a parse error and skipped.
 result<void> serve_lines(server& srv, int in_fd, int wake_fd,
                          size_t max_line = 64 * 1024 * 1024);
 

@@ -1,0 +1,259 @@
+#include "calls.hpp"
+
+#include <chrono>
+#include <exception>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace sandbox::mcp {
+
+namespace {
+
+using jsonrpc::json;
+
+/// The output of a call kept for its progress messages.
+constexpr size_t tail_bytes = 8 * 1024;
+
+/// How often the pool repeats the cancellation of a call that has not
+/// ended yet (its command may not have been started when it was asked).
+constexpr std::chrono::milliseconds cancel_retry{200};
+
+/// The last `n` lines of `text` (a last line without its newline counts).
+std::string last_lines(std::string_view text, size_t n) {
+  if (!text.empty() && text.back() == '\n')
+    text.remove_suffix(1);
+  auto pos = text.size();
+  for (size_t i = 0; i < n && pos != std::string_view::npos; ++i)
+    pos = pos == 0 ? std::string_view::npos : text.rfind('\n', pos - 1);
+  return std::string{pos == std::string_view::npos ? text
+                                                   : text.substr(pos + 1)};
+}
+
+/// The response to call `id` that ended with `r`.
+json answer(const json& id, const result<actors::tool_result>& r,
+            bool structured) {
+  if (r) {
+    json content = json::array();
+    content.push_back({{"type", "text"}, {"text", r->text}});
+    json res{{"content", std::move(content)}, {"isError", r->is_error}};
+    if (structured && r->structured.is_object())
+      res["structuredContent"] = json(r->structured);
+    return jsonrpc::result_response(id, std::move(res));
+  }
+  if (r.error().code == errc::invalid_argument)
+    return jsonrpc::error_response(
+      id, invalid_params, fmt::format("Invalid params: {}", r.error().message));
+  // Anything else went wrong in the tool: the model sees it.
+  json content = json::array();
+  content.push_back({{"type", "text"},
+                     {"text", fmt::format("{}: {}", to_string(r.error().code),
+                                          r.error().message)}});
+  return jsonrpc::result_response(id, {{"content", std::move(content)},
+                                       {"isError", true}});
+}
+
+} // namespace
+
+call_pool::call_pool(tool_provider& tools, jsonrpc::output& out,
+                     const server_config& cfg,
+                     std::function<std::string()> version)
+  : tools_(tools),
+    out_(out),
+    cfg_(cfg),
+    version_(std::move(version)),
+    workers_(cfg.workers == 0 ? 1 : cfg.workers),
+    progress_timer_(ticker_.get_executor()),
+    retry_timer_(ticker_.get_executor()) {
+  boost::asio::post(ticker_, [this] {
+    next_progress_ = std::chrono::steady_clock::now() + cfg_.progress_interval;
+    arm_progress();
+  });
+}
+
+call_pool::~call_pool() {
+  shutdown();
+}
+
+call_pool::queued call_pool::start(call_ptr c) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopping_)
+      return queued::stopping;
+    if (!calls_.emplace(jsonrpc::dump(c->id), c).second)
+      return queued::id_in_use;
+    c->key = fmt::format("mcp-{}", ++next_key_);
+  }
+  boost::asio::post(workers_, [this, c] { run(c); });
+  return queued::yes;
+}
+
+void call_pool::run(const call_ptr& c) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (c->cancelled)
+      return; // cancelled while it waited: answered nothing, never runs
+    c->running = true;
+  }
+  actors::tool_call_context ctx;
+  ctx.cancel_key = c->key;
+  ctx.on_output = [c](const output_chunk& chunk) {
+    std::lock_guard<std::mutex> guard{c->out_mtx};
+    c->tail += chunk.data;
+    if (c->tail.size() > tail_bytes)
+      c->tail.erase(0, c->tail.size() - tail_bytes);
+  };
+  result<actors::tool_result> r = error{errc::io_error, "not run"};
+  try {
+    r = tools_.call(c->name, nlohmann::json(c->arguments), ctx);
+  } catch (const std::exception& e) {
+    r = error{errc::io_error, e.what()};
+  }
+  // structuredContent exists since 2025-06-18.
+  auto response = answer(c->id, r, version_() == protocol_versions.front());
+  bool cancelled;
+  {
+    // Once out of the table, the ticker reports no more progress for it.
+    std::lock_guard<std::mutex> guard{mtx_};
+    calls_.erase(jsonrpc::dump(c->id));
+    cancelled = c->cancelled;
+  }
+  if (cancelled) {
+    spdlog::info("mcp: call {} cancelled", jsonrpc::brief(c->id));
+    out_.deliver(c->in_batch, std::nullopt);
+  } else {
+    out_.deliver(c->in_batch, std::move(response));
+  }
+}
+
+void call_pool::cancel(const json& request_id) {
+  call_ptr c;
+  bool running;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto i = calls_.find(jsonrpc::dump(request_id));
+    if (i == calls_.end()) {
+      // Done already, or never known: the spec says to ignore it.
+      spdlog::info("mcp: nothing to cancel for id {}",
+                   jsonrpc::brief(request_id));
+      return;
+    }
+    c = i->second;
+    c->cancelled = true;
+    running = c->running;
+    if (!running)
+      calls_.erase(i); // its task returns at once when a worker takes it
+  }
+  if (!running) {
+    out_.deliver(c->in_batch, std::nullopt);
+    return;
+  }
+  tools_.cancel(c->key);
+  boost::asio::post(ticker_, [this] { arm_retry(); });
+}
+
+size_t call_pool::in_flight() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return calls_.size();
+}
+
+size_t call_pool::shutdown() {
+  size_t count = 0;
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopping_)
+      return 0;
+    stopping_ = true;
+    count = calls_.size();
+    for (auto i = calls_.begin(); i != calls_.end();) {
+      auto& c = i->second;
+      c->cancelled = true;
+      if (c->running) {
+        keys.push_back(c->key);
+        ++i;
+      } else {
+        i = calls_.erase(i);
+      }
+    }
+  }
+  for (auto& key : keys)
+    tools_.cancel(key);
+  // A command may start after its first cancellation: the ticker repeats
+  // it until every call has ended.
+  boost::asio::post(ticker_, [this] { arm_retry(); });
+  workers_.join();
+  ticker_.stop();
+  ticker_.join();
+  return count;
+}
+
+// -- the ticker's thread ------------------------------------------------------
+
+void call_pool::arm_progress() {
+  progress_timer_.expires_at(next_progress_);
+  progress_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec)
+      on_progress_tick();
+  });
+}
+
+void call_pool::on_progress_tick() {
+  next_progress_ += cfg_.progress_interval;
+  {
+    // Under the lock: no progress after a call answered.
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (stopping_)
+      return;
+    bool with_message = version_() != "2024-11-05";
+    for (auto& [k, c] : calls_) {
+      if (!c->running || c->cancelled || c->progress_token.is_null())
+        continue;
+      json p{{"progressToken", c->progress_token}, {"progress", ++c->progress}};
+      if (with_message) {
+        std::string tail;
+        {
+          std::lock_guard<std::mutex> out_guard{c->out_mtx};
+          tail = last_lines(c->tail, cfg_.progress_lines);
+        }
+        p["message"] = tail.empty() ? "running, no output yet" : tail;
+      }
+      out_.send({{"jsonrpc", "2.0"},
+                 {"method", "notifications/progress"},
+                 {"params", std::move(p)}});
+    }
+  }
+  arm_progress();
+}
+
+void call_pool::arm_retry() {
+  if (retry_armed_)
+    return;
+  retry_armed_ = true;
+  retry_timer_.expires_after(cancel_retry);
+  retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    retry_armed_ = false;
+    if (!ec)
+      retry_cancels();
+  });
+}
+
+void call_pool::retry_cancels() {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (auto& [k, c] : calls_)
+      if (c->running && c->cancelled)
+        keys.push_back(c->key);
+  }
+  if (keys.empty())
+    return;
+  for (auto& key : keys)
+    tools_.cancel(key);
+  arm_retry();
+}
+
+} // namespace sandbox::mcp
