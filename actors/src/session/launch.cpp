@@ -1,0 +1,271 @@
+#include "session/state.hpp"
+
+namespace sandbox::actors::session_detail {
+
+namespace {
+
+/// A launch of a contained session whose reads are watched: a report of a
+/// group not registered yet may be the new child's, so it waits in
+/// `unclaimed` until the launch registers its group (or ends without one).
+class launch_window {
+public:
+  explicit launch_window(session_state& st)
+    : st_(st), open_(st.read_cover != nullptr) {
+    if (open_) {
+      std::lock_guard<std::mutex> guard{st_.running->mtx};
+      ++st_.running->launching;
+    }
+  }
+
+  launch_window(const launch_window&) = delete;
+  launch_window& operator=(const launch_window&) = delete;
+
+  ~launch_window() {
+    close();
+  }
+
+  /// Gives `params` the reports group `pid` had so far and registers the
+  /// process actor that `make` returns for later ones, in one step under
+  /// the lock.
+  template <class Make>
+  process_actor_impl attach(pid_t pid, process_params& params, Make make) {
+    if (!open_)
+      return make();
+    process_actor_impl handle;
+    auto exec_id = params.exec;
+    {
+      std::lock_guard<std::mutex> guard{st_.running->mtx};
+      auto i = st_.running->unclaimed.find(pid);
+      if (i != st_.running->unclaimed.end()) {
+        for (auto& v : i->second)
+          v.execution = exec_id;
+        params.early_violations = std::move(i->second);
+        st_.running->unclaimed.erase(i);
+      }
+      handle = make();
+      st_.running->by_group.insert_or_assign(
+        pid, std::make_pair(exec_id, weak_process(handle, *st_.p.rt)));
+    }
+    close();
+    return handle;
+  }
+
+private:
+  /// The last launch to end gives the reports nobody claimed to the session.
+  void close() {
+    if (!open_)
+      return;
+    open_ = false;
+    std::map<pid_t, std::vector<violation>> rest;
+    {
+      std::lock_guard<std::mutex> guard{st_.running->mtx};
+      if (--st_.running->launching == 0)
+        rest.swap(st_.running->unclaimed);
+    }
+    for (auto& [pgid, vs] : rest)
+      for (auto& v : vs)
+        report_violation(nullptr, *st_.self_target, std::move(v));
+  }
+
+  session_state& st_;
+  bool open_;
+};
+
+} // namespace
+
+const std::shared_ptr<const std::vector<std::string>>&
+session_env_block(session_state& st) {
+  if (!st.env_block) {
+    env_map env = st.p.rt->base_env();
+    env["HOME"] = st.p.home_directory;
+    for (auto& [k, v] : st.p.env)
+      env[k] = v;
+    auto block = std::make_shared<std::vector<std::string>>();
+    block->reserve(env.size());
+    for (auto& [k, v] : env)
+      block->push_back(k + "=" + v);
+    st.env_block = std::move(block);
+  }
+  return st.env_block;
+}
+
+/// ... < per-call env, plus the marker entry: what a launch adds to the
+/// session's block (`launch_spec::env`).
+env_map call_env(const session_state& st, const env_map& call,
+                 uint64_t exec_id) {
+  env_map env = call;
+  env[std::string{marker_variable}] = fmt::format("{}/{}/", st.p.id, exec_id);
+  return env;
+}
+
+/// Makes the session's default home on first use (§18: private to the
+/// user, never reached through a symlink).
+result<void> ensure_home(session_state& st) {
+  if (st.home_ready)
+    return {};
+  if (auto ok = make_private_home(st.p.home_directory); !ok)
+    return ok.error();
+  st.home_ready = true;
+  return {};
+}
+
+/// Validates `opts` and `command` and builds the launch (§2, §3): nothing
+/// is spawned when any input is bad. The working directory itself is
+/// checked by the launcher, once, with the errno of what failed.
+result<launch_spec> prepare(session_state& st, const std::string& cmd,
+                            const exec_options& opts, uint64_t exec_id) {
+  if (auto ok = validate_command(cmd); !ok)
+    return ok.error();
+  if (auto ok = validate_env(opts.env); !ok)
+    return ok.error();
+  if (opts.timeout.count() < 0 || opts.timeout > max_exec_timeout)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid exec_options.timeout {} ms: must be 0 "
+                             "to {} ms (0 = none)",
+                             opts.timeout.count(), max_exec_timeout.count())};
+  if (!opts.cwd.empty())
+    if (auto ok = fs::validate_path(opts.cwd); !ok)
+      return error{errc::invalid_argument,
+                   fmt::format("invalid exec_options.cwd: {}",
+                               ok.error().message)};
+  if (auto ok = ensure_home(st); !ok)
+    return ok.error();
+  launch_spec spec;
+  spec.cwd = opts.cwd.empty() ? st.p.working_directory
+                              : fs::resolve(st.p.working_directory, opts.cwd);
+  spec.executable = st.p.rt->config().shell;
+  spec.argv = {spec.executable, "-c", cmd};
+  spec.env_block = session_env_block(st);
+  spec.env = call_env(st, opts.env, exec_id);
+  return spec;
+}
+
+/// The code runner (§7) with the language as its $0, validated before.
+const std::string& code_runner() {
+  static const std::string script = code_runner_script("$0");
+  return script;
+}
+
+/// Refuses a cancel key that a running execution of the session holds: a
+/// key names one execution, so `cancel` never has to guess.
+result<void> check_cancel_key(const session_state& st, const std::string& key) {
+  if (key.empty())
+    return {};
+  for (auto& [addr, c] : st.children)
+    if (c.cancel_key == key)
+      return error{errc::invalid_argument,
+                   fmt::format("cancel_key {} is already used by a running "
+                               "execution of this session",
+                               quote_for_message(key))};
+  return {};
+}
+
+/// Forgets the child `i` (its process actor has its result or is gone).
+void forget_child(session_state& st,
+                  std::map<caf::actor_addr, session_child>::iterator i) {
+  {
+    std::lock_guard<std::mutex> guard{st.running->mtx};
+    st.running->by_group.erase(i->second.pid);
+  }
+  st.children.erase(i);
+}
+
+result<launched>
+start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
+      chunk_sink sink, uint64_t exec_id,
+      std::optional<std::string> initial_stdin, bool keep_stdin) {
+  auto& st = self->state;
+  if (!spec)
+    return spec.error();
+  if (auto ok = check_cancel_key(st, opts.cancel_key); !ok)
+    return ok.error();
+  // §1: commands run with stdin closed (/dev/null); code gets its source on
+  // stdin; spawned processes keep a stdin pipe.
+  spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
+  if (st.cgroups)
+    spec->cgroup = st.cgroups->take();
+  if (spec->cgroup.empty()) {
+    auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
+    if (!cgroup)
+      return cgroup.error();
+    spec->cgroup = std::move(*cgroup);
+  }
+  if (!spec->cgroup.empty()) {
+    if (!st.cgroups)
+      st.cgroups = std::make_shared<cgroup_pool>();
+    spec->cgroup_reuse = st.cgroups;
+  }
+  if (auto ok = ensure_contained(st); !ok)
+    return ok.error();
+  if (st.contained) {
+    auto& c = spec->contain;
+    c.ns_pidfd = st.contained->init_pidfd();
+    c.landlock_ruleset = st.contained->ruleset_fd();
+    c.cpu_seconds = st.p.limits.cpu_seconds;
+    c.file_size = st.p.limits.file_size;
+    c.open_files = st.p.limits.open_files;
+    if (host_isolation().syscall_watch)
+      c.watch_filter = watch_filter();
+    auto join = st.cgroup_limits->join_fds();
+    for (size_t i = 0; i < join.size() && i < 2; ++i)
+      c.join_cgroups[i] = join[i];
+  }
+  launch_window window{st};
+  // The watchdog kills the node's cgroups: a child born in one needs no
+  // record of its group.
+  auto child = st.p.rt->reaper()->launch_owned(
+    [&] { return child_process::start(st.p.rt->reactor(), *spec); },
+    spec->cgroup.empty() || !st.p.rt->cgroups_watched());
+  if (!child)
+    return child.error();
+  process_params params;
+  params.rt = st.p.rt;
+  params.child = *child;
+  params.sink = std::move(sink);
+  params.timeout = opts.timeout;
+  params.output_cap = opts.output_cap > 0 ? opts.output_cap
+                                          : st.p.rt->config().output_cap;
+  params.marker_prefix = fmt::format("{}={}/{}/", marker_variable, st.p.id,
+                                     exec_id);
+  params.initial_stdin = std::move(initial_stdin);
+  params.spawned = keep_stdin;
+  auto& caller = self->current_sender();
+  params.last = caller && caller->node() != self->node();
+  params.session = self->address();
+  params.session_id = st.p.id;
+  params.exec = exec_id;
+  if (st.contained) {
+    params.limits = st.cgroup_limits;
+    params.limits_before = st.cgroup_limits->read();
+  }
+  auto pid = (*child)->pid();
+  auto kind = keep_stdin ? "spawn" : params.initial_stdin ? "code" : "run";
+  log::logger()->debug("{} launched pid {} ({})", log::tag{st.p.id, exec_id},
+                       pid, kind);
+  auto listener = (*child)->take_watch_listener();
+  launched out;
+  process_actor_impl handle;
+  if (keep_stdin) {
+    handle = window.attach(pid, params, [&] {
+      return spawn_process(self->system(), std::move(params));
+    });
+  } else {
+    // The session's idle execution actor takes it, else a new one.
+    handle = window.attach(pid, params, [&] {
+      if (st.idle)
+        return std::exchange(st.idle, nullptr);
+      return spawn_process(self->system());
+    });
+    out.start.params = std::make_shared<process_params>(std::move(params));
+  }
+  self->monitor(handle);
+  if (listener)
+    watch_execution(self, handle, exec_id, std::move(listener));
+  out.child = session_child{handle, pid, opts.cancel_key, keep_stdin,
+                            !keep_stdin && !out.start.params->last};
+  st.children.emplace(handle.address(), out.child);
+  st.groups.push_back(pid);
+  return out;
+}
+
+} // namespace sandbox::actors::session_detail

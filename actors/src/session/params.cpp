@@ -1,0 +1,98 @@
+#include "session/state.hpp"
+
+namespace sandbox::actors {
+
+std::vector<std::string> allowlist_to_resolve(const runtime& rt,
+                                              const session_config& cfg) {
+  auto isolation = cfg.isolation ? *cfg.isolation : rt.config().isolation;
+  if (isolation != isolation_mode::contained)
+    return {};
+  return cfg.allow_net ? *cfg.allow_net : rt.config().allow_net;
+}
+
+result<session_params>
+make_session_params(runtime_ptr rt, const session_config& cfg,
+                    const std::string& base_directory,
+                    const result<std::vector<net_destination>>* allow) {
+  for (auto [name, path] :
+       {std::pair{"working_directory", &cfg.working_directory},
+        std::pair{"home_directory", &cfg.home_directory}})
+    if (!path->empty())
+      if (auto ok = fs::validate_path(*path); !ok)
+        return error{errc::invalid_argument,
+                     fmt::format("invalid session_config.{}: {}", name,
+                                 ok.error().message)};
+  if (auto ok = validate_env(cfg.env); !ok)
+    return ok.error();
+  auto cwd = current_directory();
+  if (!cwd)
+    return cwd.error();
+  if (cfg.allow_net)
+    for (auto& entry : *cfg.allow_net)
+      if (auto ok = validate_allow_entry(entry); !ok)
+        return error{errc::invalid_argument,
+                     fmt::format("invalid session_config.allow_net: {}",
+                                 ok.error().message)};
+  session_params p;
+  p.isolation = cfg.isolation ? *cfg.isolation : rt->config().isolation;
+  if (p.isolation != isolation_mode::contained && cfg.allow_net
+      && !cfg.allow_net->empty())
+    return error{errc::invalid_argument,
+                 fmt::format("session_config.allow_net ({}) applies to "
+                             "contained sessions only: this one is {}",
+                             cfg.allow_net->front(), to_string(p.isolation))};
+  if (p.isolation == isolation_mode::contained) {
+    auto missing = host_isolation().missing(cfg.limits);
+    if (missing.empty() && (cfg.limits.memory > 0 || cfg.limits.processes > 0)
+        && rt->containment() != containment_mode::cgroup)
+      missing = "the cgroup mode (for a memory or process limit)";
+    if (!missing.empty())
+      return error{errc::unsupported,
+                   fmt::format("cannot create a contained session: this "
+                               "host lacks {}",
+                               missing)};
+    p.limits = cfg.limits;
+    // Names are looked up once, by the caller or here (see
+    // docs/security.md).
+    std::optional<result<std::vector<net_destination>>> here;
+    if (allow == nullptr)
+      allow = &here.emplace(resolve_allowlist(allowlist_to_resolve(*rt, cfg)));
+    if (!*allow)
+      return error{errc::invalid_argument,
+                   fmt::format("invalid session_config.allow_net: {}",
+                               allow->error().message)};
+    p.allow_net = **allow;
+    p.deny = rt->config().isolation_deny;
+    if (!base_directory.empty())
+      p.deny.push_back(fs::resolve(*cwd, base_directory));
+  }
+  p.id = make_uuid_v4();
+  std::string requested = cfg.working_directory;
+  if (requested.empty() && !base_directory.empty()) {
+    requested = base_directory + "/" + p.id;
+    p.own_working_directory = true;
+  } else if (requested.empty()) {
+    requested = ".";
+  }
+  auto wd = make_directories(fs::resolve(*cwd, requested), "working directory");
+  if (!wd)
+    return wd.error();
+  if (cfg.home_directory.empty()) {
+    // Made, private, at the first execution (ensure_home).
+    p.home_directory = fs::resolve(*cwd,
+                                   default_home(rt->config().temp_directory));
+    p.private_home = true;
+  } else {
+    auto hd = make_directories(fs::resolve(*cwd, cfg.home_directory),
+                               "home directory");
+    if (!hd)
+      return hd.error();
+    p.home_directory = std::move(*hd);
+  }
+  p.rt = std::move(rt);
+  p.working_directory = std::move(*wd);
+  p.env = cfg.env;
+  return p;
+}
+
+} // namespace sandbox::actors

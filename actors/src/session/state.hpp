@@ -1,0 +1,238 @@
+#pragma once
+
+// The session actor's state and the functions its files share
+// (actors/src/session/): launch.cpp starts executions, contain.cpp sets up
+// and watches a contained session, stop.cpp ends a session, params.cpp
+// turns a session_config into session_params, session.cpp is the
+// behaviour.
+
+#include "sandbox/actors/session.hpp"
+#include "sandbox/detail/tsan.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <fmt/format.h>
+
+#include "caf_error.hpp"
+#include "handed_out.hpp"
+#include "sandbox/actors/filesystem.hpp"
+#include "sandbox/actors/process.hpp"
+#include "sandbox/cgroup.hpp"
+#include "sandbox/fs/directories.hpp"
+#include "sandbox/fs/path_resolver.hpp"
+#include "sandbox/fs/view.hpp"
+#include "sandbox/isolation.hpp"
+#include "sandbox/log.hpp"
+#include "sandbox/process_tree.hpp"
+#include "sandbox/read_guard.hpp"
+#include "sandbox/session_directories.hpp"
+#include "sandbox/session_net.hpp"
+#include "sandbox/syscall_watch.hpp"
+#include "sandbox/tcp_forwarder.hpp"
+#include "sandbox/uuid.hpp"
+#include "sandbox/validation.hpp"
+#include "weak_send.hpp"
+
+namespace sandbox::actors {
+
+/// One running child of a session, as the session tracks it (until its
+/// process actor reports the result).
+struct session_child {
+  process_actor_impl handle;
+  pid_t pid = 0;
+  std::string cancel_key;
+  /// Started by `spawn`: its actor may outlive the result (see `finished`).
+  bool spawned = false;
+  /// Its actor serves the next execution (see `process_params::last`).
+  bool reusable = false;
+};
+
+/// A launched child and, unless spawned, the execution its process actor
+/// is to start (the session delegates the caller's request with it).
+struct launched {
+  session_child child;
+  process_start start;
+};
+
+/// A contained session's running executions by process group (the
+/// leader's pid): the read guard's reports come on a reactor thread and go
+/// straight to the execution's process actor while the reader waits.
+struct running_groups {
+  std::mutex mtx;
+  std::map<pid_t, std::pair<uint64_t, weak_target>> by_group;
+  /// Launches under way: their children may read before their groups are
+  /// registered here.
+  int launching = 0;
+  /// Reports of unknown groups during a launch, until it registers its
+  /// group (its process actor starts with them); the rest go to the session.
+  std::map<pid_t, std::vector<violation>> unclaimed;
+};
+
+/// State of one session actor; owned by the actor alone.
+struct session_state {
+  static inline const char* name = "sandbox.session";
+
+  session_params p;
+  /// `SANDBOX_EXEC=<id>/`: the environment entry of every descendant.
+  std::string marker_prefix;
+  /// The home exists and passed its checks (the default home is made at the
+  /// first execution, so that file operations never need one).
+  bool home_ready = false;
+  /// The session's layers of every child's environment, flattened at its
+  /// first launch (`session_env_block`).
+  std::shared_ptr<const std::vector<std::string>> env_block;
+  /// Process actors whose child runs (no result yet), by address. Besides
+  /// them only `idle` is held: a finished spawned process's actor goes away
+  /// once its last handle is gone.
+  std::map<caf::actor_addr, session_child> children;
+  /// An execution's actor whose result went out, kept for the next
+  /// execution: no actor is made and ended per execution.
+  process_actor_impl idle;
+  /// Spawned processes that finished and still live (handles elsewhere);
+  /// weak, forgotten at their down message. Told about the stop, so that
+  /// those whose handles went out over the network quit.
+  std::set<caf::actor_addr> finished;
+  /// The filesystem worker; all file operations of the session.
+  filesystem_actor_impl files;
+  /// Process groups of every child ever started (escapers stay in them).
+  std::vector<pid_t> groups;
+  bool stopped = false;
+  /// Stop bookkeeping: the sweep's receipt and results still awaited.
+  std::optional<stop_receipt> sweep;
+  size_t awaiting = 0;
+  std::optional<stop_receipt> receipt;
+  std::vector<caf::typed_response_promise<stop_receipt>> stop_waiters;
+  /// This actor, for reactor callbacks (set when it starts).
+  std::optional<weak_target> self_target;
+  std::shared_ptr<running_groups> running = std::make_shared<running_groups>();
+  /// The cgroups of its ended executions, kept for the next ones (the
+  /// cgroup mode; made at the first execution, not in idle sessions).
+  std::shared_ptr<cgroup_pool> cgroups;
+  /// The placeholders over a contained session's denied paths (its reads
+  /// are reported); they go after the namespaces that mount them.
+  std::unique_ptr<read_guard::cover> read_cover;
+  /// A contained session's namespaces (made at the first execution);
+  /// destroying it kills them with everything inside.
+  std::unique_ptr<contained_session> contained;
+  /// Its memory and process limits (with the contained session).
+  std::shared_ptr<session_limits> cgroup_limits;
+  /// What its executions and file operations were refused or hit, oldest
+  /// first (at most `max_session_violations`). A vector: a deque allocates
+  /// its map and a first block (about 600 bytes) in every idle session.
+  std::vector<violation> violations;
+  /// A contained session's forwarders: the host's leased port into the
+  /// session, and each allowed destination out of it. Stopping one closes
+  /// its sockets at once.
+  std::shared_ptr<tcp_forwarder> inbound;
+  std::vector<std::shared_ptr<tcp_forwarder>> outbound;
+
+  session_state() = default;
+  session_state(const session_state&) = delete;
+  session_state& operator=(const session_state&) = delete;
+
+  /// A session that goes away without a stop (its last handle dropped, its
+  /// owner crashed) still ends every process of its own.
+  ~session_state() {
+    if (stopped || !p.rt)
+      return;
+    if (cgroups)
+      cgroups->close();
+    std::vector<pid_t> own;
+    for (auto& [addr, c] : children)
+      own.push_back(c.pid);
+    auto q = executions_query(own, groups, marker_prefix);
+    q.cgroup = p.rt->session_cgroup(p.id);
+    async_terminate(p.rt->reactor(), p.rt->reaper(), std::move(q),
+                    std::move(own), p.rt->config().stop, nullptr);
+  }
+};
+
+namespace session_detail {
+
+using self_ptr = session_actor_impl::stateful_pointer<session_state>;
+
+/// `session_stopped`, naming the session.
+caf::error session_stopped(const session_state& st);
+
+// -- launch.cpp ---------------------------------------------------------------
+
+/// Validates `opts` and `command` and builds the launch (§2, §3).
+result<launch_spec> prepare(session_state& st, const std::string& cmd,
+                            const exec_options& opts, uint64_t exec_id);
+
+/// The code runner (§7) with the language as its $0.
+const std::string& code_runner();
+
+/// Launches `spec` as execution `exec_id` of the session: its child, its
+/// process actor and the request that starts it.
+result<launched>
+start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
+      chunk_sink sink, uint64_t exec_id,
+      std::optional<std::string> initial_stdin, bool keep_stdin = false);
+
+/// Forgets the child `i` (its process actor has its result or is gone).
+void forget_child(session_state& st,
+                  std::map<caf::actor_addr, session_child>::iterator i);
+
+/// Makes the session's default home on first use.
+result<void> ensure_home(session_state& st);
+
+// -- contain.cpp --------------------------------------------------------------
+
+/// Closes every forwarder of the session.
+void stop_network(session_state& st);
+
+/// Forwards the host's leased port into a contained session.
+result<void> start_inbound(session_state& st);
+
+/// A contained session's namespaces, made once, before its first command.
+result<void> ensure_contained(session_state& st);
+
+/// Gives `v` to the execution's process actor while it lives, else to the
+/// session. Called on reactor threads.
+void report_violation(const weak_target* process, const weak_target& session,
+                      violation v);
+
+/// A weak handle of a process actor for reactor callbacks.
+weak_target weak_process(const process_actor_impl& handle, runtime& rt);
+
+/// Reports what the seccomp filter of a contained command sees.
+void watch_execution(self_ptr self, const process_actor_impl& handle,
+                     uint64_t exec_id, unique_fd listener);
+
+/// What the filesystem worker of a contained session sees (none for other
+/// sessions).
+result<std::shared_ptr<const fs::session_view>>
+contained_view(session_state& st);
+
+// -- stop.cpp -----------------------------------------------------------------
+
+/// Starts the stop: every child ended, then the sweep.
+void begin_stop(self_ptr self);
+
+/// Sends the receipt once the sweep and every awaited result are in.
+void maybe_complete_stop(self_ptr self);
+
+} // namespace session_detail
+
+} // namespace sandbox::actors
