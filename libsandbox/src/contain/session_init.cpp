@@ -91,8 +91,8 @@ const init_program& the_init_program() {
 // ----------------------------------------------------------
 //
 // The init is made by clone3 with every new namespace, CLONE_VM and
-// CLONE_VFORK: like a command's child (launcher.cpp) it shares the node's
-// memory until its exec, so its set-up makes system calls only and reads
+// CLONE_VFORK: like a command's child (process/launcher.cpp) it shares the
+// node's memory until its exec, so its set-up makes system calls only and reads
 // a plan the parent prepared.
 
 enum init_stage : int {
@@ -151,7 +151,7 @@ const char* init_stage_name(int stage) {
 /// A path mounted over: a private tmpfs (/tmp), an empty directory or an
 /// empty file (a denied path), a placeholder of the node's bound over a
 /// denied path (`source`; see read_guard.hpp), or a detached mount of the
-/// node's moved over one (`tree`; denied_directory.hpp).
+/// node's moved over one (`tree`; lookup_server.hpp).
 struct init_mask {
   enum kind_t : int { private_tmp, hide_dir, hide_file } kind;
   const char* path;
