@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 
 #include "contain/seccomp_filter.hpp"
+#include "core/paths.hpp"
 #include "sandbox/process_tree.hpp"
 #include "sandbox/reactor.hpp"
 
@@ -216,14 +217,6 @@ bool exists_for(pid_t pid, const std::string& path) {
   return ::lstat(seen.c_str(), &st) == 0;
 }
 
-bool below(const std::string& path, const std::string& dir) {
-  if (dir == "/")
-    return true;
-  return path == dir
-         || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0
-             && path[dir.size()] == '/');
-}
-
 // -- judging one call
 // ------------------------------------------------------------
 
@@ -318,11 +311,11 @@ std::optional<violation> judge_write(const seccomp_notif& n,
     if (raw.empty())
       continue;
     auto path = normalize(raw);
-    if (below(path, "/dev") || below(path, "/proc"))
+    if (detail::inside(path, "/dev") || detail::inside(path, "/proc"))
       continue;
     auto inside = [&policy](const std::string& p) {
       for (auto& w : policy.writable)
-        if (below(p, w))
+        if (detail::inside(p, w))
           return true;
       return false;
     };
@@ -332,13 +325,14 @@ std::optional<violation> judge_write(const seccomp_notif& n,
       // truncate follows the last one too, unless told not to.
       bool follow_last = a.use == path_use::write && (flags & O_NOFOLLOW) == 0;
       auto real = resolve_in_view(pid, raw, follow_last);
-      if (real.empty() || real == path || inside(real) || below(real, "/dev")
-          || below(real, "/proc"))
+      if (real.empty() || real == path || inside(real)
+          || detail::inside(real, "/dev") || detail::inside(real, "/proc"))
         continue;
       // A writable directory named through a link of its own.
       bool reached = false;
       for (auto& w : policy.writable)
-        reached = reached || below(real, resolve_in_view(pid, w, true));
+        reached = reached
+                  || detail::inside(real, resolve_in_view(pid, w, true));
       if (reached)
         continue;
       detail = fmt::format("{} (-> {})", path, real);
