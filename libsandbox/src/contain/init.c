@@ -1,4 +1,4 @@
-// PID 1 of a contained session (isolation.cpp, "the init program"). Built
+// PID 1 of a contained session (session_init.cpp, "the init program"). Built
 // by CMake as a static program without libc (-nostdlib -ffreestanding) and
 // embedded in libsandbox as bytes (embed_init.cmake); the node writes it
 // into a sealed memfd and executes it from there, so it shares nothing

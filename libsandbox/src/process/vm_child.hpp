@@ -1,8 +1,8 @@
 #pragma once
 
 // The vfork-style child every launch of libsandbox makes (a command in
-// launcher.cpp, a session's init in isolation.cpp, the address maker in
-// session_net.cpp): clone3 with CLONE_VM on a stack of the child's own, the
+// launcher.cpp, a session's init in contain/session_init.cpp, the address maker
+// in session_net.cpp): clone3 with CLONE_VM on a stack of the child's own, the
 // child running a function of the caller's until its exec or exit, while
 // the caller's thread sleeps (CLONE_VFORK) with every signal blocked. What
 // runs in the child may only make raw system calls (child_syscall.hpp).

@@ -1,0 +1,31 @@
+#pragma once
+
+// The PID 1 of a contained session (docs/security.md, "Namespaces, made
+// once per session"): started by clone3 in new user, PID, mount, IPC, UTS
+// and network namespaces, it sets up its mounts, loopback and host name
+// with system calls only, then executes the init program (contain/init.c)
+// from a sealed memfd.
+
+#include <sys/types.h>
+
+#include "sandbox/isolation.hpp"
+#include "sandbox/unique_fd.hpp"
+
+namespace sandbox::detail {
+
+/// A session's init, running.
+struct started_init {
+  pid_t pid = -1;
+  /// Its pidfd; its exit signal is none (a host's waitpid(-1) never sees
+  /// it): reap it with waitid(__WALL).
+  unique_fd pidfd;
+};
+
+/// Starts the init of a session with the mounts of `spec` (the private
+/// /tmp and /dev/shm, the denied paths covered, the working directory and
+/// home brought back), in `spec.cgroup` when set. Errors: `unsupported`
+/// naming the step the kernel refused (a failed init is reaped here),
+/// `io_error` when the cgroup cannot be opened.
+result<started_init> start_init(const containment_spec& spec);
+
+} // namespace sandbox::detail
