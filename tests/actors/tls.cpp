@@ -389,18 +389,6 @@ CAF_TEST(a client refuses a node whose certificate its CA did not sign) {
                           "not verify against --tls-ca: "));
 }
 
-CAF_TEST(a client refuses a node certificate made for clients naming the
-           purpose) {
-  // Signed by the CA the client trusts, but for TLS clients only.
-  published_node srv{dir, {files.client_cert, files.client_key, files.ca}};
-  client good{client_tls()};
-  auto msg = good.refused(srv.port);
-  CAF_CHECK(contains(msg, "TLS handshake failed: the node's certificate is "
-                          "not for TLS servers (its extended key usage "
-                          "lacks serverAuth)"));
-  CAF_CHECK(msg.find("did not verify against --tls-ca") == std::string::npos);
-}
-
 CAF_TEST(a TLS client refuses a node that serves without TLS) {
   published_node srv{dir, tls_config{}};
   client good{client_tls()};

@@ -132,24 +132,6 @@ CAF_TEST(clients the TLS node does not trust get one line and exit 1) {
   CAF_CHECK_EQUAL(r.out, "still\n");
 }
 
-CAF_TEST(a node refuses a client certificate made for nodes naming the
-           purpose) {
-  auto log = files.dir.at("node.log");
-  serve_process srv{node_tls(), log};
-  // The node's own certificate: the CA signed it, for TLS servers only.
-  auto r = run(args{"--node", srv.address}
-               + tls_flags(files.node_cert, files.node_key, files.ca)
-               + args{"run", "--", "echo", "hi"});
-  CAF_CHECK_EQUAL(r.status, 1);
-  CAF_CHECK(contains(r.err, "TLS handshake failed: the node "));
-  auto logged = tls_files::read(log);
-  CAF_CHECK(contains(logged, "the client's certificate is not for TLS "
-                             "clients (its extended key usage lacks "
-                             "clientAuth): unsupported certificate purpose"));
-  CAF_CHECK(logged.find("did not verify against --tls-ca")
-            == std::string::npos);
-}
-
 CAF_TEST(serve refuses bad TLS files with one line and starts nothing) {
   auto base = args{"serve", "--port", "0"};
   auto r = run(
