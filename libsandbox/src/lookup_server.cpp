@@ -22,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include "fd_message.hpp"
+#include "io/fd_message.hpp"
 #include "sandbox/process_tree.hpp"
 
 namespace sandbox {

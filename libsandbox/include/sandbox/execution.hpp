@@ -160,7 +160,7 @@ enum class containment_mode : uint8_t {
   process_group,
 };
 
-/// "cgroup" or "process_group" (defined in cgroup.cpp).
+/// "cgroup" or "process_group" (defined in src/cgroup/cgroup.cpp).
 std::string_view to_string(containment_mode x) noexcept;
 
 /// What `stop` reports (§22).

@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "fd_message.hpp"
+#include "io/fd_message.hpp"
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
 #include "process/vm_child.hpp"

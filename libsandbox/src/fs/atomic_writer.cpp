@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "fs_dir_lock.hpp"
+#include "fs/dir_lock.hpp"
 #include "sandbox/fs/directories.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/fs/stat.hpp"

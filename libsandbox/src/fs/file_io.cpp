@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "fs_dir_lock.hpp"
+#include "fs/dir_lock.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 
 namespace sandbox::fs {

@@ -1,4 +1,4 @@
-#include "fs_dir_lock.hpp"
+#include "fs/dir_lock.hpp"
 
 #include <algorithm>
 #include <cerrno>
