@@ -32,6 +32,10 @@ struct node_facts {
   std::string node;
   /// What the host gives contained sessions (embedded node only).
   const isolation_support* isolation = nullptr;
+  /// A remote node's: the isolation of the session `info` asked (the one
+  /// `--session` names, else a new one: the node's default).
+  std::string session_isolation;
+  bool named_session = false;
 };
 
 /// The `isolation` object of `info --json`.
@@ -48,6 +52,9 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
   j["syscall_watch"] = s.syscall_watch;
   j["read_watch"] = s.read_watch;
   j["lookup_watch"] = s.lookup_watch;
+  // Its /tmp and /dev/shm are its own: what it writes there is not on the
+  // host (docs/security.md).
+  j["private_tmp"] = missing.empty();
   if (!missing.empty())
     j["missing"] = missing;
   return j;
@@ -63,7 +70,7 @@ std::string isolation_line(const isolation_support& s) {
   if (!missing.empty())
     return fmt::format("none only (contained needs: {})", missing);
   return fmt::format("none, contained (Landlock ABI {}; cgroup controllers: "
-                     "{})",
+                     "{}; a private /tmp each)",
                      s.landlock_abi,
                      controllers.empty() ? "none" : controllers);
 }
@@ -101,6 +108,8 @@ result<node_facts> remote_facts(const global_options& g) {
     return info.error();
   f.containment = std::string{to_string(info->containment)};
   f.node = g.nodes.size() == 1 ? g.nodes.front() : std::string{};
+  f.session_isolation = std::string{to_string(info->isolation)};
+  f.named_session = !s->owned;
   return f;
 }
 
@@ -125,6 +134,8 @@ int run_info(const global_options& g) {
       j["node"] = f.node;
     if (f.isolation != nullptr)
       j["isolation"] = isolation_json(*f.isolation);
+    if (!f.session_isolation.empty())
+      j["session_isolation"] = f.session_isolation;
     print_json(j);
     return exit_ok;
   }
@@ -141,6 +152,12 @@ int run_info(const global_options& g) {
   line("node", f.node);
   if (f.isolation != nullptr)
     line("isolation", isolation_line(*f.isolation));
+  if (!f.session_isolation.empty())
+    line("isolation",
+         fmt::format("{} ({}{})", f.session_isolation,
+                     f.named_session ? "this session's" : "a new session's",
+                     f.session_isolation == "contained" ? "; a private /tmp"
+                                                        : ""));
   return exit_ok;
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli_fixture.hpp"
 #include "sandbox/cgroup.hpp"
+#include "sandbox/isolation.hpp"
 
 using sandbox::test::json_lines;
 using sandbox::test::sandbox_cli;
@@ -34,6 +35,13 @@ CAF_TEST(info prints the version and the containment mode) {
   CAF_CHECK(r.out.find("containment  " + expected_mode() + "\n")
             != std::string::npos);
   CAF_CHECK(r.out.find("kernel       Linux ") != std::string::npos);
+  // What a contained session gets (embedded), or the isolation of the
+  // session asked (remote: a new one, the node's default).
+  if (sandbox::test::remote_mode())
+    CAF_CHECK(r.out.find("\nisolation    ") != std::string::npos
+              && r.out.find(" session's") != std::string::npos);
+  else if (sandbox::host_isolation().missing().empty())
+    CAF_CHECK(r.out.find("; a private /tmp each)\n") != std::string::npos);
 }
 
 CAF_TEST(info-- json is one object with the same facts) {
