@@ -450,15 +450,10 @@ result<started_init> start_init(const containment_spec& spec) {
   unique_fd devnull{::open("/dev/null", O_RDWR | O_CLOEXEC)};
   if (!devnull)
     return make_errno_error(errno, "/dev/null");
-  unique_fd cgroup;
-  if (!spec.cgroup.empty()) {
-    cgroup.reset(
-      ::open(spec.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!cgroup)
-      return error{errc::io_error,
-                   fmt::format("cannot open cgroup {}: {}", spec.cgroup,
-                               std::strerror(errno))};
-  }
+  auto opened = detail::open_cgroup_dir(spec.cgroup);
+  if (!opened)
+    return opened.error();
+  unique_fd cgroup = std::move(*opened);
   char name[] = "sandbox-init";
   char* argv[] = {name, nullptr};
   char* envp[] = {nullptr};

@@ -275,15 +275,10 @@ result<launched_child> launch(const launch_spec& spec) {
   for (auto* fd : {&stdin_r, &stdout_w, &stderr_w})
     if (auto ok = above_stdio(*fd); !ok)
       return ok.error();
-  unique_fd cgroup;
-  if (!spec.cgroup.empty()) {
-    cgroup.reset(
-      ::open(spec.cgroup.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!cgroup)
-      return error{errc::io_error,
-                   fmt::format("cannot open cgroup {}: {}", spec.cgroup,
-                               std::strerror(errno))};
-  }
+  auto opened = detail::open_cgroup_dir(spec.cgroup);
+  if (!opened)
+    return opened.error();
+  unique_fd cgroup = std::move(*opened);
   exec_arrays arrays{spec};
   child_plan plan;
   plan.path = spec.executable.c_str();

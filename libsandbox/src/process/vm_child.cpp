@@ -1,11 +1,15 @@
 #include "process/vm_child.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
 
 #define SANDBOX_STR2(x) #x
 #define SANDBOX_STR(x) SANDBOX_STR2(x)
@@ -61,6 +65,17 @@ void reap(pid_t pid) noexcept {
   while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | __WALL) < 0
          && errno == EINTR)
     ;
+}
+
+result<unique_fd> open_cgroup_dir(const std::string& path) {
+  unique_fd fd;
+  if (path.empty())
+    return fd;
+  fd.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd)
+    return error{errc::io_error, fmt::format("cannot open cgroup {}: {}", path,
+                                             std::strerror(errno))};
+  return fd;
 }
 
 } // namespace sandbox::detail

@@ -10,8 +10,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 
 #include "process/child_syscall.hpp"
+#include "sandbox/errc.hpp"
+#include "sandbox/unique_fd.hpp"
 
 #if defined(__x86_64__)
 // Defined in vm_child.cpp: clone3 on the stack `args` names, the child
@@ -54,5 +57,10 @@ clone3_vm(clone_args_v2& args, int (*fn)(void*), void* arg) {
 /// Waits until the child `pid` (any kind: __WALL) has exited and reaps it,
 /// retrying on EINTR.
 void reap(pid_t pid) noexcept;
+
+/// The cgroup directory a clone3 child is born in (`CLONE_INTO_CGROUP`):
+/// none for an empty path; an `io_error` naming the path when it cannot
+/// be opened.
+result<unique_fd> open_cgroup_dir(const std::string& path);
 
 } // namespace sandbox::detail
