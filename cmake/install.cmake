@@ -89,5 +89,5 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
     "libcaf-dev (>= 0.17.6), libboost1.81-dev | libboost-dev (>= \
 ${SANDBOX_BOOST_MIN_VERSION}), libspdlog-dev, libfmt-dev, nlohmann-json3-dev, \
-libssl-dev, libseccomp-dev, pkg-config")
+libssl-dev, libseccomp-dev, libfuse3-dev, pkg-config")
 include(CPack)

@@ -1,26 +1,31 @@
 #include "lookup_server.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <linux/fuse.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
 
 #include <fmt/format.h>
+
+// libfuse 3.14 (Debian 12): the lowlevel API, driven by the server
+// thread's own poll loop.
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
+#include <fuse_lowlevel.h>
 
 #include "io/fd_message.hpp"
 #include "sandbox/process_tree.hpp"
@@ -29,13 +34,9 @@ namespace sandbox {
 
 namespace {
 
-/// How long the kernel may keep a name or an attribute (the answers never
-/// change while the session lives).
-constexpr uint64_t forever = uint64_t{1} << 30;
-
-/// `statx` (newer than these headers): answered "not implemented", so the
-/// kernel falls back to `getattr` for good.
-constexpr uint32_t fuse_statx = 52;
+/// How long the kernel may keep a name or an attribute, in seconds (the
+/// answers never change while the session lives).
+constexpr double forever = double(uint64_t{1} << 30);
 
 /// The largest message between the node and the server: a denied path and
 /// the kept directories (each shorter than PATH_MAX), or a report.
@@ -74,14 +75,15 @@ bool inside(const std::string& path, const std::string& dir) {
          && path[dir.size()] == '/';
 }
 
-void directory_attr(fuse_attr& a, uint64_t id) {
-  a = fuse_attr{};
-  a.ino = id;
-  a.mode = S_IFDIR | 0755;
-  a.nlink = 2;
-  a.uid = ::geteuid();
-  a.gid = ::getegid();
-  a.blksize = 4096;
+struct stat directory_attr(uint64_t id) {
+  struct stat a {};
+  a.st_ino = id;
+  a.st_mode = S_IFDIR | 0755;
+  a.st_nlink = 2;
+  a.st_uid = ::geteuid();
+  a.st_gid = ::getegid();
+  a.st_blksize = 4096;
+  return a;
 }
 
 /// Sends `msg` with `fd` attached (-1: none).
@@ -111,6 +113,8 @@ unique_fd receive_message(int sock, std::string& buf) {
   return unique_fd{m.received()};
 }
 
+class server;
+
 /// One file system, as the server thread holds it.
 struct connection {
   struct node {
@@ -120,10 +124,29 @@ struct connection {
   };
 
   uint64_t id = 0;
-  unique_fd dev;
+  server* owner = nullptr;
+  /// libfuse's side of it; it owns the `/dev/fuse` descriptor.
+  fuse_session* session = nullptr;
+  /// Where libfuse reads a request into (its memory is libfuse's malloc).
+  fuse_buf request{};
   std::string path;
   /// Node ids are indices + 1 (1 is the root, as FUSE wants).
   std::vector<node> nodes{node{}};
+
+  connection() = default;
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Closing the only descriptor of its device ends the connection.
+  ~connection() {
+    if (session != nullptr)
+      fuse_session_destroy(session);
+    std::free(request.mem);
+  }
+
+  node* at(fuse_ino_t ino) {
+    return ino >= 1 && ino <= nodes.size() ? &nodes[ino - 1] : nullptr;
+  }
 
   /// The directories that lead to `keep`, when it lies inside.
   void add_way_to(const std::string& keep) {
@@ -162,7 +185,7 @@ public:
     for (;;) {
       fds.assign(1, pollfd{control_.get(), POLLIN, 0});
       for (auto& c : conns_)
-        fds.push_back(pollfd{c->dev.get(), POLLIN, 0});
+        fds.push_back(pollfd{fuse_session_fd(c->session), POLLIN, 0});
       if (::poll(fds.data(), fds.size(), -1) < 0) {
         if (errno == EINTR)
           continue;
@@ -178,6 +201,25 @@ public:
       if (fds[0].revents != 0 && !on_control())
         return;
     }
+  }
+
+  /// Whether the request came from one of the node's threads.
+  bool own(fuse_req_t req) const {
+    auto pid = fuse_req_ctx(req)->pid;
+    return pid != 0 && ::syscall(SYS_tgkill, self_, pid, 0) == 0;
+  }
+
+  /// Reports a refusal and waits until the node has (a command's result
+  /// then carries it).
+  void refuse(connection& c, fuse_req_t req, const std::string& relative) {
+    std::string msg(1, report_msg);
+    put(msg, c.id);
+    put(msg, static_cast<uint32_t>(fuse_req_ctx(req)->pid));
+    msg += relative.empty() ? c.path : c.path + "/" + relative;
+    char ack = 0;
+    if (send_message(reports_.get(), msg))
+      while (::recv(reports_.get(), &ack, 1, 0) < 0 && errno == EINTR) {
+      }
   }
 
 private:
@@ -198,6 +240,7 @@ private:
       return true;
     auto c = std::make_unique<connection>();
     c->id = id;
+    c->owner = this;
     std::vector<std::string> strings;
     while (at < end) {
       auto len = strnlen(at, static_cast<size_t>(end - at));
@@ -230,19 +273,36 @@ private:
     return out + text;
   }
 
-  /// Opens `/dev/fuse` (here only) and makes the detached mount.
+  /// Opens `/dev/fuse` (here only), hands it to a libfuse session and makes
+  /// the detached mount.
   static unique_fd make_mount(connection& c, std::string& error) {
     auto fail = [&error](const char* what) {
       error = fmt::format("{}: {}", what, std::strerror(errno));
       return unique_fd{};
     };
-    c.dev.reset(::open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK));
-    if (!c.dev)
+    unique_fd dev{::open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK)};
+    if (!dev)
       return fail("open /dev/fuse");
+    char name[] = "sandbox-lookup";
+    char* argv[] = {name, nullptr};
+    fuse_args args = FUSE_ARGS_INIT(1, argv);
+    c.session = fuse_session_new(&args, &operations, sizeof(operations), &c);
+    fuse_opt_free_args(&args);
+    if (c.session == nullptr) {
+      errno = ENOMEM;
+      return fail("fuse_session_new");
+    }
+    // "/dev/fd/N": the session adopts the open device instead of mounting
+    // (lib/fuse_lowlevel.c); from here on it closes it.
+    auto fd = std::to_string(dev.get());
+    if (fuse_session_mount(c.session, ("/dev/fd/" + fd).c_str()) != 0) {
+      errno = EBADF;
+      return fail("fuse_session_mount");
+    }
+    (void) dev.release();
     unique_fd fs{::fsopen("fuse", FSOPEN_CLOEXEC)};
     if (!fs)
       return fail("fsopen fuse");
-    auto fd = std::to_string(c.dev.get());
     auto uid = std::to_string(::geteuid());
     auto gid = std::to_string(::getegid());
     auto set = [&fs](const char* key, const char* value) {
@@ -262,7 +322,6 @@ private:
     return mnt;
   }
 
-  /// Closing the only descriptor of its device ends the connection.
   void forget(uint64_t id) {
     conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
                                 [id](auto& c) { return c->id == id; }),
@@ -270,194 +329,164 @@ private:
   }
 
   /// Answers what is queued; false once the connection ended.
-  bool drain(connection& c) {
+  static bool drain(connection& c) {
     for (;;) {
-      auto n = ::read(c.dev.get(), request_.data(), request_.size());
-      if (n < 0 && (errno == ENOENT || errno == EINTR))
-        continue; // a request interrupted before it was read
-      if (n < 0 && errno == EAGAIN)
+      // libfuse retries a request interrupted before it was read (ENOENT)
+      // and answers 0 once the connection is gone (ENODEV: unmounted, the
+      // session's namespace is gone).
+      auto n = fuse_session_receive_buf(c.session, &c.request);
+      if (n == -EINTR)
+        continue;
+      if (n == -EAGAIN)
         return true;
-      if (n < static_cast<ssize_t>(sizeof(fuse_in_header)))
-        return false; // ENODEV: unmounted, the session's namespace is gone
-      answer(c, request_.data(), static_cast<size_t>(n));
+      if (n <= 0)
+        return false;
+      fuse_session_process_buf(c.session, &c.request);
     }
   }
 
-  /// Whether the request came from one of the node's threads.
-  bool own(uint32_t pid) const {
-    return pid != 0
-           && ::syscall(SYS_tgkill, self_, static_cast<pid_t>(pid), 0) == 0;
-  }
-
-  /// Reports a refusal and waits until the node has (a command's result
-  /// then carries it).
-  void refuse(connection& c, uint32_t pid, const std::string& relative) {
-    std::string msg(1, report_msg);
-    put(msg, c.id);
-    put(msg, pid);
-    msg += relative.empty() ? c.path : c.path + "/" + relative;
-    char ack = 0;
-    if (send_message(reports_.get(), msg))
-      while (::recv(reports_.get(), &ack, 1, 0) < 0 && errno == EINTR) {
-      }
-  }
-
-  void reply(connection& c, uint64_t unique, int error,
-             const void* data = nullptr, size_t size = 0) {
-    fuse_out_header h{};
-    h.len = static_cast<uint32_t>(sizeof(h) + (error == 0 ? size : 0));
-    h.error = error;
-    h.unique = unique;
-    iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(data), size}};
-    // Fails only when the request was interrupted meanwhile (ENOENT) or
-    // the connection ended: nothing waits for the answer then.
-    (void) !::writev(c.dev.get(), iov, error == 0 && size > 0 ? 2 : 1);
-  }
-
-  void answer(connection& c, const char* request, size_t size) {
-    fuse_in_header h;
-    std::memcpy(&h, request, sizeof(h));
-    const char* arg = request + sizeof(h);
-    size_t arg_size = size - sizeof(h);
-    auto* n = h.nodeid >= 1 && h.nodeid <= c.nodes.size()
-                ? &c.nodes[h.nodeid - 1]
-                : nullptr;
-    switch (h.opcode) {
-      case FUSE_INIT: {
-        fuse_init_in in{};
-        std::memcpy(&in, arg, std::min(arg_size, sizeof(in)));
-        fuse_init_out out{};
-        out.major = FUSE_KERNEL_VERSION;
-        out.minor = std::min<uint32_t>(in.minor, FUSE_KERNEL_MINOR_VERSION);
-        out.max_readahead = in.max_readahead;
-        out.max_write = 4096;
-        out.time_gran = 1;
-        reply(c, h.unique, in.major == FUSE_KERNEL_VERSION ? 0 : -EPROTO, &out,
-              sizeof(out));
-        return;
-      }
-      case FUSE_LOOKUP: {
-        if (n == nullptr || arg_size == 0) {
-          reply(c, h.unique, -ENOENT);
-          return;
-        }
-        std::string name{arg, strnlen(arg, arg_size)};
-        auto i = n->children.find(name);
-        if (i != n->children.end()) {
-          fuse_entry_out e{};
-          e.nodeid = i->second;
-          e.generation = 1;
-          e.entry_valid = forever;
-          e.attr_valid = forever;
-          directory_attr(e.attr, i->second);
-          reply(c, h.unique, 0, &e, sizeof(e));
-          return;
-        }
-        // The node's own lookups find an empty directory, as they would
-        // below any cover; a command's is a refused read.
-        if (own(h.pid)) {
-          reply(c, h.unique, -ENOENT);
-          return;
-        }
-        refuse(c, h.pid, n->path.empty() ? name : n->path + "/" + name);
-        reply(c, h.unique, -EPERM);
-        return;
-      }
-      case FUSE_GETATTR: {
-        if (n == nullptr) {
-          reply(c, h.unique, -ENOENT);
-          return;
-        }
-        fuse_attr_out out{};
-        out.attr_valid = forever;
-        directory_attr(out.attr, h.nodeid);
-        reply(c, h.unique, 0, &out, sizeof(out));
-        return;
-      }
-      case FUSE_OPENDIR: {
-        if (n == nullptr) {
-          reply(c, h.unique, -ENOENT);
-          return;
-        }
-        if (h.nodeid == FUSE_ROOT_ID && !own(h.pid)) {
-          refuse(c, h.pid, {});
-          reply(c, h.unique, -EPERM);
-          return;
-        }
-        fuse_open_out out{};
-        reply(c, h.unique, 0, &out, sizeof(out));
-        return;
-      }
-      case FUSE_READDIR: {
-        fuse_read_in in{};
-        std::memcpy(&in, arg, std::min(arg_size, sizeof(in)));
-        if (n == nullptr) {
-          reply(c, h.unique, -ENOENT);
-          return;
-        }
-        std::vector<std::pair<std::string, uint64_t>> entries{
-          {".", h.nodeid}, {"..", FUSE_ROOT_ID}};
-        for (auto& [name, id] : n->children)
-          entries.emplace_back(name, id);
-        std::string out;
-        for (auto i = in.offset; i < entries.size(); ++i) {
-          auto& [name, id] = entries[i];
-          fuse_dirent d{};
-          d.ino = id;
-          d.off = i + 1;
-          d.namelen = static_cast<uint32_t>(name.size());
-          d.type = DT_DIR;
-          auto at = out.size();
-          auto step = FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET + name.size());
-          if (at + step > in.size)
-            break;
-          out.resize(at + step, '\0');
-          std::memcpy(out.data() + at, &d, FUSE_NAME_OFFSET);
-          std::memcpy(out.data() + at + FUSE_NAME_OFFSET, name.data(),
-                      name.size());
-        }
-        reply(c, h.unique, 0, out.data(), out.size());
-        return;
-      }
-      case FUSE_RELEASEDIR:
-      case FUSE_ACCESS:
-      case FUSE_FLUSH:
-        reply(c, h.unique, 0);
-        return;
-      case FUSE_STATFS: {
-        fuse_statfs_out out{};
-        out.st.bsize = 4096;
-        out.st.frsize = 4096;
-        out.st.namelen = 255;
-        reply(c, h.unique, 0, &out, sizeof(out));
-        return;
-      }
-      case FUSE_FORGET:
-      case FUSE_BATCH_FORGET:
-      case FUSE_INTERRUPT:
-        return; // no answer expected
-      case FUSE_GETXATTR:
-      case FUSE_LISTXATTR:
-      case fuse_statx:
-        reply(c, h.unique, -ENOSYS); // the kernel stops asking
-        return;
-      default:
-        // Everything that would change it: Landlock refuses a command's
-        // writes here before they arrive, the node's are refused by name.
-        reply(c, h.unique, -EPERM);
-        return;
-    }
-  }
+  static const fuse_lowlevel_ops operations;
 
   unique_fd control_;
   unique_fd reports_;
   pid_t self_ = ::getpid();
   std::vector<std::unique_ptr<connection>> conns_;
   std::string buf_;
-  /// A request is at most a header, a write's header and `max_write`
-  /// (4096, the minimum); the kernel wants room for 8 KiB at least.
-  std::vector<char> request_ = std::vector<char>(3 * FUSE_MIN_READ_BUFFER);
 };
+
+// -- the file system's operations (libfuse calls them from `drain`) -----------
+
+connection& of(fuse_req_t req) {
+  return *static_cast<connection*>(fuse_req_userdata(req));
+}
+
+void on_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto& c = of(req);
+  auto* n = c.at(parent);
+  if (n == nullptr) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  auto i = n->children.find(name);
+  if (i != n->children.end()) {
+    fuse_entry_param e{};
+    e.ino = i->second;
+    e.generation = 1;
+    e.entry_timeout = forever;
+    e.attr_timeout = forever;
+    e.attr = directory_attr(i->second);
+    fuse_reply_entry(req, &e);
+    return;
+  }
+  // The node's own lookups find an empty directory, as they would below
+  // any cover; a command's is a refused read.
+  if (c.owner->own(req)) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  c.owner->refuse(c, req,
+                  n->path.empty() ? std::string{name} : n->path + "/" + name);
+  fuse_reply_err(req, EPERM);
+}
+
+void on_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  if (of(req).at(ino) == nullptr) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  auto attr = directory_attr(ino);
+  fuse_reply_attr(req, &attr, forever);
+}
+
+void on_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto& c = of(req);
+  if (c.at(ino) == nullptr) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  if (ino == FUSE_ROOT_ID && !c.owner->own(req)) {
+    c.owner->refuse(c, req, {});
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  fuse_reply_open(req, fi);
+}
+
+void on_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                fuse_file_info*) {
+  auto* n = of(req).at(ino);
+  if (n == nullptr) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  std::vector<std::pair<std::string, uint64_t>> entries{{".", ino},
+                                                        {"..", FUSE_ROOT_ID}};
+  for (auto& [name, id] : n->children)
+    entries.emplace_back(name, id);
+  std::string out(size, '\0');
+  size_t used = 0;
+  for (auto i = static_cast<size_t>(std::max<off_t>(off, 0));
+       i < entries.size(); ++i) {
+    auto& [name, id] = entries[i];
+    struct stat st {};
+    st.st_ino = id;
+    st.st_mode = S_IFDIR;
+    auto step = fuse_add_direntry(req, out.data() + used, size - used,
+                                  name.c_str(), &st, static_cast<off_t>(i + 1));
+    if (step > size - used)
+      break;
+    used += step;
+  }
+  fuse_reply_buf(req, out.data(), used);
+}
+
+void on_statfs(fuse_req_t req, fuse_ino_t) {
+  struct statvfs st {};
+  st.f_bsize = 4096;
+  st.f_frsize = 4096;
+  st.f_namemax = 255;
+  fuse_reply_statfs(req, &st);
+}
+
+void on_access(fuse_req_t req, fuse_ino_t, int) {
+  fuse_reply_err(req, 0);
+}
+
+/// Everything that would change it: Landlock refuses a command's writes
+/// here before they arrive, the node's are refused by name. (What libfuse
+/// is given no operation for it answers ENOSYS: extended attributes,
+/// `statx`, and the kernel stops asking.)
+template <class... Ts>
+void on_change(fuse_req_t req, Ts...) {
+  fuse_reply_err(req, EPERM);
+}
+
+fuse_lowlevel_ops make_operations() {
+  fuse_lowlevel_ops ops{};
+  ops.lookup = on_lookup;
+  ops.getattr = on_getattr;
+  ops.opendir = on_opendir;
+  ops.readdir = on_readdir;
+  ops.statfs = on_statfs;
+  ops.access = on_access;
+  ops.setattr = on_change<fuse_ino_t, struct stat*, int, fuse_file_info*>;
+  ops.readlink = on_change<fuse_ino_t>;
+  ops.mknod = on_change<fuse_ino_t, const char*, mode_t, dev_t>;
+  ops.mkdir = on_change<fuse_ino_t, const char*, mode_t>;
+  ops.unlink = on_change<fuse_ino_t, const char*>;
+  ops.rmdir = on_change<fuse_ino_t, const char*>;
+  ops.symlink = on_change<const char*, fuse_ino_t, const char*>;
+  ops.rename
+    = on_change<fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int>;
+  ops.link = on_change<fuse_ino_t, fuse_ino_t, const char*>;
+  ops.open = on_change<fuse_ino_t, fuse_file_info*>;
+  ops.create = on_change<fuse_ino_t, const char*, mode_t, fuse_file_info*>;
+  ops.setxattr = on_change<fuse_ino_t, const char*, const char*, size_t, int>;
+  ops.removexattr = on_change<fuse_ino_t, const char*>;
+  return ops;
+}
+
+const fuse_lowlevel_ops server::operations = make_operations();
 
 /// Closes every descriptor of the calling thread's table but `keep` (and
 /// stdio, for a sanitizer's report).
