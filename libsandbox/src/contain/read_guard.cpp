@@ -14,7 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
-#include "lookup_server.hpp"
+#include "contain/lookup_server.hpp"
 #include "sandbox/reactor.hpp"
 
 namespace sandbox {

@@ -1,4 +1,4 @@
-#include "lookup_server.hpp"
+#include "contain/lookup_server.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
