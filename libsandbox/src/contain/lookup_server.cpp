@@ -27,53 +27,19 @@
 #define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
 #include <fuse_lowlevel.h>
 
-#include "io/fd_message.hpp"
+#include "contain/lookup_wire.hpp"
+#include "core/paths.hpp"
 #include "sandbox/process_tree.hpp"
 
 namespace sandbox {
+
+using namespace lookup_wire;
 
 namespace {
 
 /// How long the kernel may keep a name or an attribute, in seconds (the
 /// answers never change while the session lives).
 constexpr double forever = double(uint64_t{1} << 30);
-
-/// The largest message between the node and the server: a denied path and
-/// the kept directories (each shorter than PATH_MAX), or a report.
-constexpr size_t max_message = 64 * 1024;
-
-// Messages (SOCK_SEQPACKET, one per send):
-//   node -> server:   'm' id path \0 keep \0 ...   make a file system
-//                     'c' id                       close it
-//   server -> node:   'k' id, with the mount       made
-//                     'e' id text                  failed
-//   server -> reporter: 'r' id pid path            a refusal
-//   reporter -> server: 'a'                        reported
-constexpr char make_msg = 'm';
-constexpr char close_msg = 'c';
-constexpr char made_msg = 'k';
-constexpr char failed_msg = 'e';
-constexpr char report_msg = 'r';
-constexpr char ack_msg = 'a';
-
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-template <class T>
-bool take(const char*& at, const char* end, T& v) {
-  if (static_cast<size_t>(end - at) < sizeof(v))
-    return false;
-  std::memcpy(&v, at, sizeof(v));
-  at += sizeof(v);
-  return true;
-}
-
-bool inside(const std::string& path, const std::string& dir) {
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0
-         && path[dir.size()] == '/';
-}
 
 struct stat directory_attr(uint64_t id) {
   struct stat a {};
@@ -84,33 +50,6 @@ struct stat directory_attr(uint64_t id) {
   a.st_gid = ::getegid();
   a.st_blksize = 4096;
   return a;
-}
-
-/// Sends `msg` with `fd` attached (-1: none).
-bool send_message(int sock, const std::string& msg, int fd = -1) {
-  fd_message m{const_cast<char*>(msg.data()), msg.size()};
-  if (fd >= 0)
-    *m.attach() = fd;
-  else
-    m.detach();
-  ssize_t n;
-  do
-    n = ::sendmsg(sock, &m.msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n == static_cast<ssize_t>(msg.size());
-}
-
-/// Receives one message into `buf` (its size: what came; empty when the
-/// other end is gone) and the descriptor that came with it, if any.
-unique_fd receive_message(int sock, std::string& buf) {
-  buf.resize(max_message);
-  fd_message m{buf.data(), buf.size()};
-  ssize_t n;
-  do
-    n = ::recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return unique_fd{m.received()};
 }
 
 class server;
@@ -150,7 +89,7 @@ struct connection {
 
   /// The directories that lead to `keep`, when it lies inside.
   void add_way_to(const std::string& keep) {
-    if (!inside(keep, path))
+    if (keep == path || !detail::inside(keep, path))
       return;
     uint64_t at = FUSE_ROOT_ID;
     size_t from = path.size() + 1;
@@ -506,22 +445,12 @@ void close_all_but(std::array<int, 2> keep) {
 } // namespace
 
 pid_t process_group_of(pid_t pid) {
-  // Not a stream: libstdc++ throws when a read fails (ESRCH once the
-  // process is gone).
   std::string line;
-  if (!read_small_file(fmt::format("/proc/{}/stat", pid), line))
+  proc_stat st;
+  if (!read_small_file(fmt::format("/proc/{}/stat", pid), line)
+      || !parse_proc_stat(line, st))
     return 0;
-  // pid (comm) state ppid pgrp ...: comm may hold anything but ')'.
-  auto close = line.rfind(')');
-  if (close == std::string::npos)
-    return 0;
-  char state = 0;
-  long ppid = 0;
-  long pgrp = 0;
-  if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp)
-      != 3)
-    return 0;
-  return static_cast<pid_t>(pgrp);
+  return st.pgid;
 }
 
 bool lookup_server::available() {
