@@ -84,8 +84,8 @@ struct launched_child {
 /// of a new process group, with default signal dispositions, an empty
 /// signal mask, `PR_SET_PDEATHSIG` SIGKILL and no inherited descriptors
 /// beyond 0, 1 and 2, born in `spec.cgroup` when one is given. The launch
-/// is a pipeline of small steps, each in src/process/launcher.cpp: pipes, environment,
-/// the child's plan, clone, the exec report.
+/// is a pipeline of small steps, each in src/process/launcher.cpp: pipes,
+/// environment, the child's plan, clone, the exec report.
 ///
 /// On x86_64 the child is made by `clone3(CLONE_VM | CLONE_VFORK |
 /// CLONE_PIDFD | CLONE_INTO_CGROUP)`; elsewhere, or where clone3 is refused

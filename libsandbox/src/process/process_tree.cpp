@@ -15,7 +15,6 @@
 
 namespace sandbox {
 
-
 bool parse_proc_stat(std::string_view text, proc_stat& out) {
   auto close = text.rfind(')');
   if (close == std::string_view::npos || close + 2 >= text.size())
