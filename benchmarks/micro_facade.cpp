@@ -10,6 +10,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 
 namespace {
 

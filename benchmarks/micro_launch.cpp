@@ -24,10 +24,10 @@
 
 #include <benchmark/benchmark.h>
 
-#include "sandbox/cgroup.hpp"
-#include "sandbox/isolation.hpp"
-#include "sandbox/launcher.hpp"
-#include "sandbox/syscall_watch.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/syscall_watch.hpp"
+#include "sandbox/process/launcher.hpp"
 
 extern char** environ;
 

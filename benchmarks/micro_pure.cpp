@@ -9,9 +9,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "sandbox/capped_output.hpp"
 #include "sandbox/execution.hpp"
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/capped_output.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
 #include "sandbox/validation.hpp"
 
 namespace {

@@ -13,6 +13,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "remote_detail.hpp"
 #include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/detail/tsan.hpp"

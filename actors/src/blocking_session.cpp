@@ -9,11 +9,12 @@
 #include <fmt/format.h>
 
 #include "blocking_ask.hpp"
+#include "remote_detail.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
-#include "sandbox/actors/session.hpp"
 #include "sandbox/detail/tsan.hpp"
 #include "sandbox/validation.hpp"
+#include "session/session.hpp"
 
 namespace sandbox::actors {
 
@@ -97,46 +98,6 @@ facade_actor::~facade_actor() {
 }
 
 } // namespace detail
-
-struct embedded_node::impl {
-  system_config cfg;
-  // The actor system's threads start blocking SIGPIPE; the host's thread
-  // gets its mask back at once.
-  sigpipe_block no_sigpipe;
-  caf::actor_system sys;
-  explicit impl(const scheduler_config& sched) : sys(configured(cfg, sched)) {
-    no_sigpipe.restore();
-    detail::open_facade_pool(sys);
-  }
-  static system_config& configured(system_config& cfg,
-                                   const scheduler_config& sched) {
-    configure_scheduler(cfg, sched);
-    return cfg;
-  }
-};
-
-embedded_node::embedded_node(runtime_config cfg, node_config ncfg)
-  : rt_(std::make_shared<runtime>(std::move(cfg))),
-    impl_(std::make_unique<impl>(ncfg.scheduler)) {
-  node_ = spawn_node(impl_->sys, rt_, std::move(ncfg));
-}
-
-embedded_node::~embedded_node() {
-  // Node shutdown stops every session: nothing outlives the node.
-  (void) stop_all();
-  // The facade's kept actors end before the system waits for its actors.
-  detail::close_facade_pool(impl_->sys);
-  node_ = nullptr;
-  // Every actor ends while the reactor may still reach it; then the gate
-  // closes, so no reactor callback touches an actor (or drops its last
-  // reference) once the actor system is being destroyed.
-  impl_->sys.await_all_actors_done();
-  rt_->gate()->close();
-}
-
-caf::actor_system& embedded_node::system() noexcept {
-  return impl_->sys;
-}
 
 sandbox::error from_caf(const caf::error& err) {
   errc code = errc::io_error;

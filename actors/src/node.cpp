@@ -1,4 +1,5 @@
 #include "sandbox/actors/node.hpp"
+#include "events.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,12 +23,12 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
-#include "sandbox/actors/handoff_policy.hpp"
-#include "sandbox/actors/session.hpp"
+#include "handoff_policy.hpp"
+#include "sandbox/contain/session_net.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/port_lease.hpp"
-#include "sandbox/session_net.hpp"
+#include "sandbox/net/port_lease.hpp"
+#include "session/session.hpp"
 #include "weak_send.hpp"
 
 namespace sandbox::actors {

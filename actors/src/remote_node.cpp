@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "blocking_ask.hpp"
+#include "remote_detail.hpp"
 #include "sandbox/actors/remote.hpp"
 
 namespace sandbox::actors {

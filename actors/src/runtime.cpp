@@ -1,4 +1,4 @@
-#include "sandbox/actors/runtime.hpp"
+#include "runtime.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -12,11 +12,11 @@
 #include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
 
+#include "sandbox/contain/read_guard.hpp"
+#include "sandbox/contain/session_net.hpp"
 #include "sandbox/fs/path_resolver.hpp"
-#include "sandbox/launcher.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/read_guard.hpp"
-#include "sandbox/session_net.hpp"
+#include "sandbox/process/launcher.hpp"
 #include "sandbox/validation.hpp"
 
 namespace sandbox::actors {
@@ -105,6 +105,14 @@ result<void> validate(const runtime_config& cfg) {
                                "host cannot give it: {}",
                                missing)};
   return {};
+}
+
+runtime_ptr make_runtime(runtime_config cfg) {
+  return std::make_shared<runtime>(std::move(cfg));
+}
+
+void close_actor_gate(runtime& rt) {
+  rt.gate()->close();
 }
 
 runtime::runtime(runtime_config cfg)

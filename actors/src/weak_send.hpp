@@ -11,7 +11,7 @@
 #include <caf/send.hpp>
 #include <caf/weak_intrusive_ptr.hpp>
 
-#include "sandbox/actors/runtime.hpp"
+#include "runtime.hpp"
 #include "sandbox/detail/tsan.hpp"
 
 namespace sandbox::actors {

@@ -15,8 +15,9 @@
 
 #include "sandbox/actors/blocking_files.hpp"
 #include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/endpoint.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/net/endpoint.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/remote.hpp"
 
 namespace sandbox::cli {

@@ -8,9 +8,10 @@
 #include <fmt/ranges.h>
 
 #include "cli.hpp"
-#include "sandbox/cgroup.hpp"
-#include "sandbox/isolation.hpp"
-#include "sandbox/launcher.hpp"
+#include "runtime.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/process/launcher.hpp"
 
 #ifndef SANDBOX_VERSION
 #  define SANDBOX_VERSION "unknown"

@@ -15,11 +15,12 @@
 
 #include "cli.hpp"
 #include "interrupt.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/node.hpp"
 #include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
-#include "sandbox/session_directories.hpp"
+#include "sandbox/fs/session_directories.hpp"
 
 namespace sandbox::cli {
 
@@ -78,7 +79,7 @@ int serve(const global_options& g, const serve_flags& f) {
     rcfg.isolation_deny.push_back(std::filesystem::absolute(g.tls_key));
   if (auto ok = actors::validate(rcfg); !ok)
     return report(g, ok.error());
-  auto rt = std::make_shared<actors::runtime>(rcfg);
+  auto rt = actors::make_runtime(rcfg);
   actors::node_config ncfg;
   // By default sessions without a working directory of their own live in
   // `<tmp>/sandbox-<uid>/sessions`, below the private directory of the

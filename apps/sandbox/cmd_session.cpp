@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "sandbox/endpoint.hpp"
+#include "sandbox/net/endpoint.hpp"
 
 namespace sandbox::cli {
 

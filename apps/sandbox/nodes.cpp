@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "interrupt.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 
 namespace sandbox::cli {

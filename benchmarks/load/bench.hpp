@@ -17,9 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "runtime.hpp"
 #include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/runtime.hpp"
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 namespace sandbox::bench {
 
@@ -127,7 +128,7 @@ double percentile(std::vector<double> xs, double q);
 // -- memory -------------------------------------------------------------------
 
 // resident_bytes(), peak_resident_bytes() and thread_count() come from
-// sandbox/proc_stats.hpp.
+// sandbox/process/proc_stats.hpp.
 
 /// Heap bytes in use (malloc's view over all arenas, mmapped chunks
 /// included): unlike RSS, not hidden by memory freed earlier and reused.

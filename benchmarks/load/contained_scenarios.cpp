@@ -20,7 +20,8 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
-#include "sandbox/isolation.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/contain/isolation.hpp"
 
 namespace sandbox::bench {
 

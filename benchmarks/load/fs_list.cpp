@@ -16,6 +16,7 @@
 
 #include "bench.hpp"
 #include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/fs/listing.hpp"
 
 namespace sandbox::bench {

@@ -16,6 +16,7 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
@@ -34,7 +35,7 @@ struct loopback_node {
   loopback_node(const options& opt, const actors::tls_config& tls) {
     actors::configure_remote(cfg, tls);
     sys = std::make_unique<caf::actor_system>(cfg);
-    auto rt = std::make_shared<actors::runtime>(node_config(opt));
+    auto rt = actors::make_runtime(node_config(opt));
     node = actors::spawn_node(*sys, rt, {});
     actors::renumber_node_connections();
     auto p = actors::publish_node(*sys, node, "127.0.0.1", 0, tls.enabled());

@@ -6,7 +6,7 @@
 //   workers), what `embedded_node` used before it took a scheduler config;
 // - `sharing`, one worker per core: the node's default until 2026-12-04;
 // - `handoff`, one worker per core: `sharing` with a hand-off slot per
-//   worker (actors/include/sandbox/actors/handoff_policy.hpp), the node's
+//   worker (actors/src/handoff_policy.hpp), the node's
 //   default now;
 // - `stealing`, one worker per core;
 // - `stealing`, one worker per core, with polls tuned down: fewer steal
@@ -29,6 +29,7 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/node.hpp"
 #include "sandbox/actors/registration.hpp"
 
@@ -45,7 +46,7 @@ class keyed_node : public actors::basic_node {
 public:
   template <class Tune>
   keyed_node(actors::runtime_config rcfg, Tune tune)
-    : rt_(std::make_shared<actors::runtime>(std::move(rcfg))) {
+    : rt_(actors::make_runtime(std::move(rcfg))) {
     tune(cfg_);
     sys_.emplace(cfg_);
     node_ = actors::spawn_node(*sys_, rt_, {});
@@ -55,7 +56,7 @@ public:
     (void) stop_all();
     node_ = nullptr;
     sys_->await_all_actors_done();
-    rt_->gate()->close();
+    close_actor_gate(*rt_);
   }
 
   caf::actor_system& system() noexcept override {

@@ -27,7 +27,8 @@
 #include <thread>
 
 #include "bench.hpp"
-#include "sandbox/cgroup.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 
 namespace sandbox::bench {
 

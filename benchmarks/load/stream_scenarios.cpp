@@ -10,7 +10,8 @@
 #include <stdexcept>
 
 #include "bench.hpp"
-#include "sandbox/child_process.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/process/child_process.hpp"
 
 namespace sandbox::bench {
 

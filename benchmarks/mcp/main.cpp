@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/tools.hpp"
 
 extern char** environ;

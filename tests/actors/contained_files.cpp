@@ -15,7 +15,8 @@
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
 #include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/isolation.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/contain/isolation.hpp"
 
 using sandbox::errc;
 using sandbox::isolation_mode;

@@ -10,7 +10,9 @@
 #include <random>
 
 #include "fixture.hpp"
-#include "sandbox/cgroup.hpp"
+#include "runtime.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 
 using sandbox::containment_mode;
 using sandbox::exec_options;

@@ -14,7 +14,9 @@
 #include "fixture.hpp"
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 
 namespace {
 

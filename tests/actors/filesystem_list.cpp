@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "filesystem/filesystem.hpp"
 #include "filesystem_fixture.hpp"
-#include "sandbox/actors/filesystem.hpp"
 
 using sandbox::errc;
 using sandbox::test::code_of;

@@ -21,8 +21,9 @@
 #include "helpers/temp_dir.hpp"
 #include "helpers/test_isolation.hpp"
 #include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/proc_stats.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/process/proc_stats.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace sandbox::test {
 

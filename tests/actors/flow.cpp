@@ -1,5 +1,6 @@
 #define CAF_SUITE actors.flow
 #include "caf/test/dsl.hpp"
+#include "events.hpp"
 
 // The message flow of one execution, pinned with CAF's test coordinator:
 // every message an actor handles is counted, so that a change that adds a
@@ -17,11 +18,11 @@
 #include <vector>
 
 #include "helpers/temp_dir.hpp"
-#include "sandbox/actors/process.hpp"
+#include "process/process.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/registration.hpp"
-#include "sandbox/actors/runtime.hpp"
-#include "sandbox/actors/session.hpp"
+#include "session/session.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
@@ -75,7 +76,7 @@ std::string kind_of(const caf::type_erased_tuple& m) {
 
 struct flow_fixture : test_coordinator_fixture<system_config> {
   sandbox::test::temp_dir dir;
-  runtime_ptr rt = std::make_shared<runtime>(driven_runtime());
+  runtime_ptr rt = make_runtime(driven_runtime());
   session_actor session;
   /// Who is who in `seen`.
   std::map<caf::abstract_actor*, std::string> names;
@@ -103,7 +104,7 @@ struct flow_fixture : test_coordinator_fixture<system_config> {
       self->send(session, stop_atom_v);
       drive_until([&] { return has_mail(self.ptr()); });
     }
-    rt->gate()->close();
+    close_actor_gate(*rt);
   }
 
   template <class Handle>

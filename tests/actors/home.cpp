@@ -9,6 +9,7 @@
 
 #include "fixture.hpp"
 #include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

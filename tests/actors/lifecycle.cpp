@@ -18,6 +18,7 @@
 
 #include "fixture.hpp"
 #include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 
@@ -274,7 +275,7 @@ CAF_TEST(a serving node releases what remote clients stopped) {
   system_config scfg;
   configure_remote(scfg, {});
   auto sys = std::make_unique<caf::actor_system>(scfg);
-  auto rt = std::make_shared<runtime>(test::node_fixture::config());
+  auto rt = make_runtime(test::node_fixture::config());
   node_config ncfg;
   ncfg.base_directory = dir.path + "/sessions";
   auto node = spawn_node(*sys, rt, ncfg);
@@ -325,7 +326,7 @@ CAF_TEST(a serving node releases what remote clients stopped) {
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
   node = nullptr;
   sys->await_all_actors_done();
-  rt->gate()->close();
+  close_actor_gate(*rt);
   sys.reset();
   CAF_CHECK(rt.use_count() == 1);
 }

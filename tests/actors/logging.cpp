@@ -29,6 +29,7 @@
 #include "helpers/quiet_fork.hpp"
 #include "helpers/temp_dir.hpp"
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/log.hpp"
 
 namespace {

@@ -12,6 +12,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
+#include "runtime.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/uuid.hpp"
 

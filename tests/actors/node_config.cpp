@@ -14,7 +14,8 @@
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
-#include "sandbox/actors/handoff_policy.hpp"
+#include "handoff_policy.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 
 using namespace std::chrono_literals;

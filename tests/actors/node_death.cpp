@@ -19,8 +19,8 @@
 
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
-#include "sandbox/cgroup.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace {
 

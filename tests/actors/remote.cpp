@@ -44,7 +44,7 @@ struct served_node {
   explicit served_node(node_config ncfg = {}) {
     configure_remote(cfg, {});
     sys = std::make_unique<caf::actor_system>(cfg);
-    rt = std::make_shared<runtime>(test::node_fixture::config());
+    rt = make_runtime(test::node_fixture::config());
     ncfg.base_directory = dir.path + "/sessions";
     node = spawn_node(*sys, rt, std::move(ncfg));
     auto p = publish_node(*sys, node, "127.0.0.1", 0, false);
@@ -65,7 +65,7 @@ struct served_node {
     // quit; a stopped session quits (with its worker and processes), so
     // the system goes down.
     sys->await_all_actors_done();
-    rt->gate()->close();
+    close_actor_gate(*rt);
     sys.reset();
   }
 

@@ -22,7 +22,7 @@
 #include "fixture.hpp"
 #include "helpers/serve_process.hpp"
 #include "sandbox/actors/remote.hpp"
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

@@ -23,7 +23,7 @@
 #include "helpers/serve_process.hpp"
 #include "sandbox/actors/blocking_files.hpp"
 #include "sandbox/actors/remote.hpp"
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "fixture.hpp"
-#include "sandbox/reaper.hpp"
+#include "sandbox/process/reaper.hpp"
 
 using sandbox::errc;
 using sandbox::exit_reason;

@@ -64,7 +64,7 @@ struct published_node {
   published_node(const test::temp_dir& dir, const tls_config& tls) {
     auto rcfg = test::suite_runtime_config();
     rcfg.stop.grace = 300ms;
-    rt = std::make_shared<runtime>(rcfg);
+    rt = make_runtime(rcfg);
     configure_network(cfg, tls);
     sys = std::make_unique<caf::actor_system>(cfg);
     node_config ncfg;

@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 
 #include "cli_fixture.hpp"
-#include "sandbox/cgroup.hpp"
-#include "sandbox/isolation.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/contain/isolation.hpp"
 
 using sandbox::test::json_lines;
 using sandbox::test::sandbox_cli;

@@ -3,7 +3,7 @@
 // Suites of contained sessions run only where the host can give them; a
 // skip says what is missing. Include after caf/test/unit_test.hpp.
 
-#include "sandbox/isolation.hpp"
+#include "sandbox/contain/isolation.hpp"
 
 namespace sandbox::test {
 

@@ -58,11 +58,13 @@
 #include <openssl/ssl.h>
 
 #include "helpers/tls_files.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/watchdog.hpp"
+#include "sandbox/process/process_tree.hpp"
+#include "sandbox/process/watchdog.hpp"
 #include "test_isolation.hpp"
 
 namespace {
@@ -436,7 +438,7 @@ int net_mode(const std::string& dir) {
   system_config cfg;
   configure_remote(cfg, node_tls);
   auto sys = std::make_unique<caf::actor_system>(cfg);
-  auto rt = std::make_shared<runtime>(rcfg);
+  auto rt = make_runtime(rcfg);
   node_config ncfg;
   ncfg.base_directory = dir + "/sessions";
   auto node = spawn_node(*sys, rt, ncfg);

@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sandbox/isolation.hpp"
+#include "sandbox/contain/isolation.hpp"
 
 namespace sandbox::test {
 

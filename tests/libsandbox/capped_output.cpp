@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/capped_output.hpp"
 #include "sandbox/execution.hpp"
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/capped_output.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
 
 using sandbox::capped_output;
 

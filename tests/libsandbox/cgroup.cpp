@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "helpers/temp_dir.hpp"
-#include "sandbox/cgroup.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 #include "sandbox/detail/tsan.hpp"
-#include "sandbox/launcher.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/process/launcher.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 using sandbox::cgroup_tree;
 using sandbox::errc;

@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/child_process.hpp"
-#include "sandbox/launcher.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/reaper.hpp"
+#include "sandbox/process/child_process.hpp"
+#include "sandbox/process/launcher.hpp"
+#include "sandbox/process/process_tree.hpp"
+#include "sandbox/process/reaper.hpp"
 
 using sandbox::child_process;
 using sandbox::reaper;

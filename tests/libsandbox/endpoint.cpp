@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sandbox/endpoint.hpp"
+#include "sandbox/net/endpoint.hpp"
 #include "sandbox/validation.hpp"
 
 using sandbox::errc;

@@ -10,7 +10,7 @@
 
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/stat.hpp"
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "sandbox/fs/listing.hpp"
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "sandbox/fs/view.hpp"
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 #include "libsandbox/fs_fixture.hpp"
 

@@ -12,9 +12,9 @@
 
 #include "helpers/can_contain.hpp"
 #include "helpers/temp_dir.hpp"
-#include "sandbox/isolation.hpp"
-#include "sandbox/launcher.hpp"
-#include "sandbox/reactor.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/io/reactor.hpp"
+#include "sandbox/process/launcher.hpp"
 
 using sandbox::contained_session;
 using sandbox::containment_spec;

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sandbox/port_lease.hpp"
+#include "sandbox/net/port_lease.hpp"
 
 using sandbox::errc;
 using sandbox::port_lease;

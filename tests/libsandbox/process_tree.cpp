@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/proc_stats.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/process/proc_stats.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 using sandbox::executions_query;
 using sandbox::find_members;

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "helpers/temp_dir.hpp"
-#include "sandbox/reactor.hpp"
-#include "sandbox/read_guard.hpp"
+#include "sandbox/contain/read_guard.hpp"
+#include "sandbox/io/reactor.hpp"
 
 using namespace sandbox;
 

@@ -31,8 +31,8 @@
 
 #include "helpers/foreign_abi.hpp"
 #include "helpers/temp_dir.hpp"
-#include "sandbox/reactor.hpp"
-#include "sandbox/syscall_watch.hpp"
+#include "sandbox/contain/syscall_watch.hpp"
+#include "sandbox/io/reactor.hpp"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/reactor.hpp"
-#include "sandbox/session_net.hpp"
-#include "sandbox/tcp_forwarder.hpp"
+#include "sandbox/contain/session_net.hpp"
+#include "sandbox/contain/tcp_forwarder.hpp"
+#include "sandbox/io/reactor.hpp"
 
 using namespace sandbox;
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
 
 using namespace std::literals;
 

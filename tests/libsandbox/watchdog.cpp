@@ -18,8 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "sandbox/process_tree.hpp"
-#include "sandbox/watchdog.hpp"
+#include "sandbox/process/process_tree.hpp"
+#include "sandbox/process/watchdog.hpp"
 
 using sandbox::watchdog;
 

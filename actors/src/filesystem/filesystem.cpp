@@ -1,4 +1,5 @@
-#include "sandbox/actors/filesystem.hpp"
+#include "filesystem/filesystem.hpp"
+#include "events.hpp"
 
 #include <type_traits>
 #include <utility>

@@ -1,4 +1,5 @@
 #include "filesystem/jobs.hpp"
+#include "events.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

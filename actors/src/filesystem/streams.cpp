@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
+#include "filesystem/filesystem.hpp"
 #include "filesystem/jobs.hpp"
-#include "sandbox/actors/filesystem.hpp"
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/view.hpp"

@@ -20,8 +20,9 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "events.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/actors/runtime.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/path_resolver.hpp"

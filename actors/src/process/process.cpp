@@ -1,3 +1,4 @@
+#include "events.hpp"
 #include "process/state.hpp"
 
 namespace sandbox::actors {

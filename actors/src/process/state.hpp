@@ -5,7 +5,8 @@
 // exec_result, output.cpp moves its output to the sink with credit,
 // process.cpp is the behaviour.
 
-#include "sandbox/actors/process.hpp"
+#include "events.hpp"
+#include "process/process.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -24,11 +25,11 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "handed_out.hpp"
-#include "sandbox/capped_output.hpp"
-#include "sandbox/child_process.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/terminator.hpp"
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/capped_output.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
+#include "sandbox/process/child_process.hpp"
+#include "sandbox/process/terminator.hpp"
 #include "weak_send.hpp"
 
 namespace sandbox::actors {

@@ -1,3 +1,4 @@
+#include "events.hpp"
 #include "session/state.hpp"
 
 namespace sandbox::actors::session_detail {

@@ -6,8 +6,9 @@
 // turns a session_config into session_params, session.cpp is the
 // behaviour.
 
-#include "sandbox/actors/session.hpp"
+#include "events.hpp"
 #include "sandbox/detail/tsan.hpp"
+#include "session/session.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -34,21 +35,21 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
+#include "filesystem/filesystem.hpp"
 #include "handed_out.hpp"
-#include "sandbox/actors/filesystem.hpp"
-#include "sandbox/actors/process.hpp"
-#include "sandbox/cgroup.hpp"
+#include "process/process.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/read_guard.hpp"
+#include "sandbox/contain/session_net.hpp"
+#include "sandbox/contain/syscall_watch.hpp"
+#include "sandbox/contain/tcp_forwarder.hpp"
 #include "sandbox/fs/directories.hpp"
 #include "sandbox/fs/path_resolver.hpp"
+#include "sandbox/fs/session_directories.hpp"
 #include "sandbox/fs/view.hpp"
-#include "sandbox/isolation.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/read_guard.hpp"
-#include "sandbox/session_directories.hpp"
-#include "sandbox/session_net.hpp"
-#include "sandbox/syscall_watch.hpp"
-#include "sandbox/tcp_forwarder.hpp"
+#include "sandbox/process/process_tree.hpp"
 #include "sandbox/uuid.hpp"
 #include "sandbox/validation.hpp"
 #include "weak_send.hpp"

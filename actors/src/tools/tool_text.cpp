@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
 
 namespace sandbox::actors::detail {
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -162,6 +164,21 @@ enum class containment_mode : uint8_t {
 
 /// "cgroup" or "process_group" (defined in src/cgroup/cgroup.cpp).
 std::string_view to_string(containment_mode x) noexcept;
+
+/// Stopping is staged data (as reproc's stop actions): send `first` to every
+/// member, wait up to `grace` for them to exit, then SIGKILL what is left and
+/// verify that nothing survived.
+struct stop_plan {
+  int first = SIGTERM;
+  std::chrono::milliseconds grace{1000};
+  /// How long to wait for SIGKILLed processes to disappear before counting
+  /// them as survivors.
+  std::chrono::milliseconds verify{2000};
+  /// How often membership is checked while waiting, at most: the first
+  /// checks of a stage come sooner (250 µs after the signal, then twice as
+  /// long each time), as processes usually end within a millisecond.
+  std::chrono::milliseconds poll{5};
+};
 
 /// What `stop` reports (§22).
 struct stop_receipt {

@@ -1,4 +1,4 @@
-#include "sandbox/cgroup.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/process_tree.hpp"
+#include "sandbox/process/process_tree.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox {

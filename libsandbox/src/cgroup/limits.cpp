@@ -1,6 +1,6 @@
-// session_limits and apply_cgroup_limits (sandbox/isolation.hpp): the memory
-// and process limits of a contained session, on cgroup v2 or v1.
-#include "sandbox/isolation.hpp"
+// session_limits and apply_cgroup_limits (sandbox/contain/isolation.hpp): the
+// memory and process limits of a contained session, on cgroup v2 or v1.
+#include "sandbox/contain/isolation.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,7 +15,7 @@
 
 #include "core/paths.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace sandbox {
 

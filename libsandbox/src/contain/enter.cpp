@@ -24,7 +24,7 @@
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
 #include "process/vm_child.hpp"
-#include "sandbox/launcher.hpp"
+#include "sandbox/process/launcher.hpp"
 
 namespace sandbox {
 

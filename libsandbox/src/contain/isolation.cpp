@@ -1,5 +1,5 @@
-#include "sandbox/isolation.hpp"
-#include "sandbox/read_guard.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/read_guard.hpp"
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
@@ -22,10 +22,10 @@
 #include "contain/landlock.hpp"
 #include "contain/session_init.hpp"
 #include "process/vm_child.hpp"
-#include "sandbox/cgroup.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/io/reactor.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/reactor.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace sandbox {
 

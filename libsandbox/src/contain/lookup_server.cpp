@@ -29,7 +29,7 @@
 
 #include "contain/lookup_wire.hpp"
 #include "core/paths.hpp"
-#include "sandbox/process_tree.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace sandbox {
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "sandbox/contain/read_guard.hpp"
 #include "sandbox/errc.hpp"
-#include "sandbox/read_guard.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox {

@@ -1,4 +1,4 @@
-#include "sandbox/read_guard.hpp"
+#include "sandbox/contain/read_guard.hpp"
 
 #include <fcntl.h>
 #include <sys/fanotify.h>
@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "contain/lookup_server.hpp"
-#include "sandbox/reactor.hpp"
+#include "sandbox/io/reactor.hpp"
 
 namespace sandbox {
 

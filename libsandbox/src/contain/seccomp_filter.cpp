@@ -17,7 +17,7 @@
 #include <system_error>
 #include <vector>
 
-#include "sandbox/syscall_watch.hpp"
+#include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox {

@@ -1,4 +1,4 @@
-#include "sandbox/session_net.hpp"
+#include "sandbox/contain/session_net.hpp"
 
 #include <arpa/inet.h>
 #include <linux/netlink.h>

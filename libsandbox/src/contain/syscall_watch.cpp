@@ -1,4 +1,4 @@
-#include "sandbox/syscall_watch.hpp"
+#include "sandbox/contain/syscall_watch.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -35,8 +35,8 @@
 
 #include "contain/seccomp_filter.hpp"
 #include "core/paths.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/reactor.hpp"
+#include "sandbox/io/reactor.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace sandbox {
 

@@ -1,4 +1,4 @@
-#include "sandbox/tcp_forwarder.hpp"
+#include "sandbox/contain/tcp_forwarder.hpp"
 
 #include <array>
 #include <chrono>
@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/io/reactor.hpp"
 #include "sandbox/log.hpp"
-#include "sandbox/reactor.hpp"
 
 namespace sandbox {
 

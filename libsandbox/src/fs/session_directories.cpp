@@ -1,4 +1,4 @@
-#include "sandbox/session_directories.hpp"
+#include "sandbox/fs/session_directories.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

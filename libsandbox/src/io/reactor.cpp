@@ -1,4 +1,4 @@
-#include "sandbox/reactor.hpp"
+#include "sandbox/io/reactor.hpp"
 
 #include <pthread.h>
 #include <signal.h>

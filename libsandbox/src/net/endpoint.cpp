@@ -1,4 +1,4 @@
-#include "sandbox/endpoint.hpp"
+#include "sandbox/net/endpoint.hpp"
 
 #include <fmt/format.h>
 

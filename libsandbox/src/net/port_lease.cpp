@@ -1,4 +1,4 @@
-#include "sandbox/port_lease.hpp"
+#include "sandbox/net/port_lease.hpp"
 
 #include <cerrno>
 #include <cstring>

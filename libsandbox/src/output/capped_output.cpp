@@ -1,11 +1,11 @@
-#include "sandbox/capped_output.hpp"
+#include "sandbox/output/capped_output.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
 
 namespace sandbox {
 

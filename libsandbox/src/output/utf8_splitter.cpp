@@ -1,4 +1,4 @@
-#include "sandbox/utf8_splitter.hpp"
+#include "sandbox/output/utf8_splitter.hpp"
 
 #include <cstring>
 

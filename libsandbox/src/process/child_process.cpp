@@ -1,4 +1,4 @@
-#include "sandbox/child_process.hpp"
+#include "sandbox/process/child_process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,10 +15,10 @@
 #include <boost/asio/write.hpp>
 #include <fmt/format.h>
 
-#include "sandbox/cgroup.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 #include "sandbox/detail/tsan.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/reaper.hpp"
+#include "sandbox/process/process_tree.hpp"
+#include "sandbox/process/reaper.hpp"
 
 namespace sandbox {
 

@@ -13,7 +13,7 @@
 
 #include "process/child_syscall.hpp"
 #include "sandbox/errc.hpp"
-#include "sandbox/launcher.hpp"
+#include "sandbox/process/launcher.hpp"
 
 struct sock_fprog;
 

@@ -1,4 +1,4 @@
-#include "sandbox/launcher.hpp"
+#include "sandbox/process/launcher.hpp"
 
 #include <fcntl.h>
 #include <linux/filter.h>

@@ -1,4 +1,4 @@
-#include "sandbox/proc_stats.hpp"
+#include "sandbox/process/proc_stats.hpp"
 
 #include <cstdio>
 #include <cstdlib>

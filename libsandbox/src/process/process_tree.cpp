@@ -1,4 +1,4 @@
-#include "sandbox/process_tree.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "sandbox/reaper.hpp"
+#include "sandbox/process/reaper.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -15,7 +15,7 @@
 
 #include "sandbox/log.hpp"
 
-#include "sandbox/watchdog.hpp"
+#include "sandbox/process/watchdog.hpp"
 
 namespace sandbox {
 

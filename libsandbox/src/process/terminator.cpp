@@ -1,4 +1,4 @@
-#include "sandbox/terminator.hpp"
+#include "sandbox/process/terminator.hpp"
 
 #include <signal.h>
 
@@ -9,7 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "sandbox/cgroup.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 #include "sandbox/log.hpp"
 
 namespace sandbox {

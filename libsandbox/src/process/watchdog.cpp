@@ -1,4 +1,4 @@
-#include "sandbox/watchdog.hpp"
+#include "sandbox/process/watchdog.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

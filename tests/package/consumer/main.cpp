@@ -1,5 +1,5 @@
 // Runs `echo hi` in a session of an embedded node and prints its output.
-#include <sandbox/actors/blocking_session.hpp>
+#include <sandbox/client.hpp>
 
 #include <iostream>
 

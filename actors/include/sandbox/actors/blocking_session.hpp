@@ -7,62 +7,12 @@
 #include <optional>
 #include <string>
 
-#include <caf/actor_system.hpp>
+#include <caf/fwd.hpp>
 
 #include "sandbox/actors/node.hpp"
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/actors/runtime.hpp"
 
 namespace sandbox::actors {
-
-/// What plain C++ code needs of a node, in-process (`embedded_node`) or
-/// remote (`remote_node`): its actor system and node actor, and the node's
-/// session lifecycle. `blocking_session::create` takes either.
-class basic_node {
-public:
-  virtual ~basic_node();
-
-  /// The actor system the node actor is reached through.
-  virtual caf::actor_system& system() noexcept = 0;
-
-  /// The node actor (a proxy for a remote node).
-  virtual const node_actor& node() const noexcept = 0;
-
-  /// Every live session with its directories, port and child count.
-  result<std::vector<session_info>> list();
-
-  /// Stops the session `id` (§22); `session_not_found` if unknown.
-  result<stop_receipt> stop_session(const std::string& id);
-
-  /// Stops every session; returns how many there were.
-  result<uint32_t> stop_all();
-};
-
-/// An in-process node for plain C++ code: an actor system with sandbox's
-/// types registered, the runtime (reactor, subreaper) its sessions share and
-/// the node actor (the provider). Destruction stops every session.
-class embedded_node : public basic_node {
-public:
-  explicit embedded_node(runtime_config cfg = {}, node_config ncfg = {});
-  ~embedded_node() override;
-
-  caf::actor_system& system() noexcept override;
-  const runtime_ptr& rt() const noexcept {
-    return rt_;
-  }
-  const node_actor& node() const noexcept override {
-    return node_;
-  }
-
-private:
-  struct impl;
-  // Declared first, destroyed last: once the actor system is gone no actor
-  // holds the runtime any more, so the reactor is joined here, on the
-  // owner's thread, and never from one of its own threads.
-  runtime_ptr rt_;
-  std::unique_ptr<impl> impl_;
-  node_actor node_;
-};
 
 /// Called with each output chunk, in the caller's thread, as it arrives.
 using chunk_callback = std::function<void(const output_chunk&)>;

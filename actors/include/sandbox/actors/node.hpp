@@ -4,12 +4,13 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <caf/fwd.hpp>
 
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/actors/runtime.hpp"
-#include "sandbox/port_lease.hpp"
+#include "sandbox/actors/runtime_config.hpp"
+#include "sandbox/net/port_lease.hpp"
 
 namespace sandbox::actors {
 
@@ -84,6 +85,29 @@ struct node_config {
 /// @returns `invalid_argument` naming the first bad value, e.g.
 ///   `node_config: invalid port range 50000-40000: ...`.
 result<void> validate(const node_config& cfg);
+
+/// What plain C++ code needs of a node, in-process (`embedded_node`) or
+/// remote (`remote_node`): its actor system and node actor, and the node's
+/// session lifecycle. `blocking_session::create` takes either.
+class basic_node {
+public:
+  virtual ~basic_node();
+
+  /// The actor system the node actor is reached through.
+  virtual caf::actor_system& system() noexcept = 0;
+
+  /// The node actor (a proxy for a remote node).
+  virtual const node_actor& node() const noexcept = 0;
+
+  /// Every live session with its directories, port and child count.
+  result<std::vector<session_info>> list();
+
+  /// Stops the session `id` (§22); `session_not_found` if unknown.
+  result<stop_receipt> stop_session(const std::string& id);
+
+  /// Stops every session; returns how many there were.
+  result<uint32_t> stop_all();
+};
 
 /// Spawns a node actor sharing `rt` with its sessions. When `validate`
 /// fails for `rt->config()` or `cfg`, the node does not die: it answers

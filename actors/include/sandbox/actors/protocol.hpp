@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <caf/actor.hpp>
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
@@ -20,11 +19,11 @@
 #include <caf/type_id.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "sandbox/contain/isolation.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/stat.hpp"
-#include "sandbox/isolation.hpp"
 
 // -- errors -------------------------------------------------------------------
 
@@ -290,43 +289,6 @@ using process_actor = caf::typed_actor<
   // Answers with the child's pid.
   caf::replies_to<pid_atom>::with<int32_t>>;
 
-struct process_params;
-
-/// The next execution of a session's process actor: the launched child and
-/// how to run it (process.hpp). Local only: it is never serialized.
-struct process_start {
-  std::shared_ptr<process_params> params;
-};
-
-} // namespace sandbox::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandbox::actors::process_start)
-
-namespace sandbox::actors {
-
-/// The full interface of the process actor: the public one plus the events
-/// of its child, sent from the reactor, and the orders of its session.
-using process_actor_impl = process_actor::extend<
-  // Runs the next execution of the session (an execution's actor serves
-  // one after another); answers with its result.
-  caf::replies_to<start_atom, process_start>::with<exec_result>,
-  // A read of a streamed (or spawned) execution: stream, bytes.
-  caf::reacts_to<output_atom, int32_t, std::string>,
-  // The child exited (its status, or the error that it could not be
-  // collected: waitpid failed) and both streams ended. For an execution
-  // nobody streams, the output the reactor kept is in the result's data
-  // fields; else they are empty (every read was an `output`).
-  caf::reacts_to<exited_atom, int32_t, caf::error, exec_result>,
-  caf::reacts_to<written_atom, uint64_t, int32_t>,
-  // The timeout of the execution with this number ran out.
-  caf::reacts_to<timeout_atom, uint64_t>,
-  // Ends the child and its descendants with the given exit reason.
-  caf::reacts_to<end_atom, exit_reason>,
-  // The staged termination finished.
-  caf::reacts_to<ended_atom, stop_receipt>,
-  // Violations of the child's processes, seen while it runs.
-  caf::reacts_to<violations_atom, std::vector<violation>>>;
-
 // -- filesystem worker --------------------------------------------------------
 
 /// Receives the bytes of a read stream (§12). Each chunk is a request; the
@@ -381,16 +343,6 @@ using filesystem_actor = caf::typed_actor<
   // §17: metadata and version token of the path itself (lstat).
   caf::replies_to<stat_atom, std::string>::with<fs::file_stat>>;
 
-/// The full interface of the filesystem worker: the public one plus the
-/// order of its session, which only the session holds, and the end of one
-/// of its file jobs on the node's file pool.
-using filesystem_actor_impl = filesystem_actor::extend<
-  // The session was stopped: every later request fails with
-  // `session_stopped`.
-  caf::replies_to<stop_atom>::with<ok_atom>,
-  // The file job with this number is done.
-  caf::reacts_to<ended_atom, uint64_t>>;
-
 // -- session actor ------------------------------------------------------------
 
 /// A session without lifecycle and port members (§20): what an
@@ -430,15 +382,6 @@ using session_actor = restricted_session::extend<
 /// Violations a session keeps (the oldest are dropped first).
 constexpr size_t max_session_violations = 1024;
 
-/// The full interface of the session actor: the public one plus the
-/// completion of its staged stop, sent from the reactor, and the news from
-/// one of its process actors (the sender) that its child has finished.
-using session_actor_impl = session_actor::extend<
-  caf::reacts_to<ended_atom, stop_receipt>, caf::reacts_to<exited_atom>,
-  // Violations seen by one of its process actors
-  // or its filesystem worker.
-  caf::reacts_to<violations_atom, std::vector<violation>>>;
-
 /// Returns the restricted view of `s` (§20).
 inline restricted_session restricted(const session_actor& s) {
   return s;
@@ -462,18 +405,5 @@ using node_actor = caf::typed_actor<
   caf::replies_to<stop_atom, std::string>::with<stop_receipt>,
   // Stops every session (node shutdown); answers how many were stopped.
   caf::replies_to<stop_atom>::with<uint32_t>>;
-
-/// The full interface of the node actor: the public one plus the outcome of
-/// an `on_first_create` hook, run off the node's thread.
-using node_actor_impl
-  = node_actor::extend<caf::reacts_to<hooked_atom, std::string, caf::error>,
-                       // The grace period of the gone client `n` ended.
-                       caf::reacts_to<grace_atom, uint64_t>,
-                       // The lookup `n` of an allow list (off the node's
-                       // thread) is done.
-                       caf::reacts_to<resolved_atom, uint64_t>,
-                       // The session with this id completed its stop
-                       // (through its own handle or the node's).
-                       caf::reacts_to<ended_atom, std::string>>;
 
 } // namespace sandbox::actors

@@ -12,9 +12,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "sandbox/child_process.hpp"
 #include "sandbox/errc.hpp"
-#include "sandbox/reactor.hpp"
+#include "sandbox/io/reactor.hpp"
+#include "sandbox/process/child_process.hpp"
 
 namespace sandbox {
 

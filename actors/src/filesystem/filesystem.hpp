@@ -7,8 +7,9 @@
 #include <caf/actor_addr.hpp>
 #include <caf/fwd.hpp>
 
+#include "events.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/actors/runtime.hpp"
 
 namespace sandbox::fs {
 class session_view;

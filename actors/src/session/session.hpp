@@ -7,10 +7,11 @@
 #include <caf/fwd.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "events.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/actors/runtime.hpp"
-#include "sandbox/port_lease.hpp"
-#include "sandbox/session_net.hpp"
+#include "sandbox/contain/session_net.hpp"
+#include "sandbox/net/port_lease.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox::actors {

@@ -1,5 +1,8 @@
 #pragma once
 
+// The runtime a node shares with its sessions (private: the public API has
+// it as the opaque `runtime_ptr` of runtime_config.hpp).
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -8,14 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup.hpp"
+#include "sandbox/actors/runtime_config.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/contain/isolation.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
-#include "sandbox/isolation.hpp"
-#include "sandbox/reactor.hpp"
-#include "sandbox/reaper.hpp"
-#include "sandbox/terminator.hpp"
-#include "sandbox/watchdog.hpp"
+#include "sandbox/io/reactor.hpp"
+#include "sandbox/process/reaper.hpp"
+#include "sandbox/process/terminator.hpp"
+#include "sandbox/process/watchdog.hpp"
 
 namespace sandbox {
 class read_guard;
@@ -26,75 +30,6 @@ class thread_pool;
 } // namespace boost::asio
 
 namespace sandbox::actors {
-
-/// How a node holds its sessions' process trees (docs/security.md).
-enum class containment_choice : uint8_t {
-  /// The cgroup mode where a writable cgroup v2 hierarchy exists, else the
-  /// process-group mode.
-  automatic,
-  /// The cgroup mode or nothing: `validate` refuses the config where it
-  /// cannot work.
-  cgroup,
-  /// The process-group mode, even where cgroups would work (tests of the
-  /// fallback; hosts that manage cgroups themselves).
-  process_group,
-};
-
-/// Settings of a node that every session shares. `validate` says whether a
-/// node can work with them; a node started with invalid ones refuses every
-/// request with that error.
-struct runtime_config {
-  /// The shell that runs commands (§1): `<shell> -c <command>`. An absolute
-  /// path to an executable file.
-  std::string shell = "/bin/sh";
-  /// Threads of the shared reactor; at least 1 (a runtime made directly
-  /// with 0, never a node's, has a reactor its owner runs: sandbox::reactor).
-  /// One by default: a second thread only adds hand-overs between the two
-  /// (docs/benchmarks.md, "One reactor thread").
-  size_t reactor_threads = 1;
-  /// Retained bytes per stream of a result (§9); at least 1.
-  uint64_t output_cap = default_output_cap;
-  /// SIGTERM, grace, SIGKILL (semantics §24): `first` a signal number, `grace`
-  /// and `verify` not negative, `poll` positive.
-  stop_plan stop;
-  /// How long an execution whose shell has exited waits for a background
-  /// descendant to close the output pipes before its result is delivered;
-  /// not negative.
-  std::chrono::milliseconds linger{100};
-  /// Where the default home of sessions lives:
-  /// `<temp_directory>/sandbox-<uid>/home`. Empty: `$TMPDIR` as the runtime
-  /// is made, or `/tmp` when that is unset or empty.
-  std::string temp_directory;
-  /// The process is only a node (CLI, serve): it becomes a child subreaper
-  /// (orphaned descendants are re-parented to it), installs a SIGCHLD
-  /// handler (with SA_RESTART) and reaps every orphan, not only the ones
-  /// known to be a session's. Leave it off in a host application: the node
-  /// then changes neither its SIGCHLD disposition nor its orphan handling.
-  bool reap_all_orphans = false;
-  /// Threads that run the file operations of every session of the node
-  /// (the filesystem workers hand their blocking I/O to them); 1 to 64.
-  size_t file_threads = 2;
-  /// How process trees are held; see `containment_choice`.
-  containment_choice containment = containment_choice::automatic;
-  /// The isolation of sessions whose config does not choose one
-  /// (docs/security.md). `contained`: `validate` refuses the config on a
-  /// host that cannot give it.
-  isolation_mode isolation = isolation_mode::none;
-  /// Paths that commands of contained sessions cannot read (they read as
-  /// empty), e.g. the node's TLS key; the node's base directory (other
-  /// sessions' directories) is always added.
-  std::vector<std::string> isolation_deny;
-  /// Outside destinations (`HOST:PORT`) that commands of contained sessions
-  /// may connect to when their config names none (docs/security.md).
-  std::vector<std::string> allow_net;
-};
-
-/// Checks every value of `cfg`, including that the shell is an absolute
-/// path to an executable regular file, and that a forced cgroup mode can
-/// work (a cgroup v2 hierarchy with the node's own cgroup writable).
-/// @returns `invalid_argument` naming the first bad value, e.g.
-///   `invalid runtime_config.reactor_threads 0: must be at least 1`.
-result<void> validate(const runtime_config& cfg);
 
 /// Whether callbacks on the reactor may still reach actors: open while the
 /// actor system that hosts the runtime's actors lives. A callback that
@@ -233,7 +168,5 @@ private:
   std::shared_ptr<sandbox::read_guard> read_guard_;
   bool read_guard_tried_ = false;
 };
-
-using runtime_ptr = std::shared_ptr<runtime>;
 
 } // namespace sandbox::actors

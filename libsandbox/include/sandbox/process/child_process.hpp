@@ -16,10 +16,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "sandbox/capped_output.hpp"
 #include "sandbox/execution.hpp"
-#include "sandbox/launcher.hpp"
-#include "sandbox/reactor.hpp"
+#include "sandbox/io/reactor.hpp"
+#include "sandbox/output/capped_output.hpp"
+#include "sandbox/process/launcher.hpp"
 
 namespace sandbox {
 

@@ -8,26 +8,11 @@
 #include <memory>
 
 #include "sandbox/execution.hpp"
-#include "sandbox/process_tree.hpp"
-#include "sandbox/reactor.hpp"
-#include "sandbox/reaper.hpp"
+#include "sandbox/io/reactor.hpp"
+#include "sandbox/process/process_tree.hpp"
+#include "sandbox/process/reaper.hpp"
 
 namespace sandbox {
-
-/// Stopping is staged data (as reproc's stop actions): send `first` to every
-/// member, wait up to `grace` for them to exit, then SIGKILL what is left and
-/// verify that nothing survived.
-struct stop_plan {
-  int first = SIGTERM;
-  std::chrono::milliseconds grace{1000};
-  /// How long to wait for SIGKILLed processes to disappear before counting
-  /// them as survivors.
-  std::chrono::milliseconds verify{2000};
-  /// How often membership is checked while waiting, at most: the first
-  /// checks of a stage come sooner (250 µs after the signal, then twice as
-  /// long each time), as processes usually end within a millisecond.
-  std::chrono::milliseconds poll{5};
-};
 
 /// Runs `plan` against the processes that `query` matches, entirely on the
 /// reactor (no actor thread ever waits), then calls `done` with the receipt

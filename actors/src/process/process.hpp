@@ -8,10 +8,11 @@
 #include <caf/fwd.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "events.hpp"
+#include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/actors/runtime.hpp"
-#include "sandbox/child_process.hpp"
-#include "sandbox/isolation.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/process/child_process.hpp"
 
 namespace sandbox::actors {
 
