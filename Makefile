@@ -61,7 +61,9 @@ package: build
 test-package: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -L package -LE stress
 
-demo: build
+# The demo needs the libraries only (not the CLI).
+demo: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target sandbox-demo
 	@$(BUILD_DIR)/bin/sandbox-demo
 
 bench: build

@@ -16,11 +16,11 @@ install(TARGETS sandbox sandbox_actors sandbox_publish
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime
           NAMELINK_COMPONENT Development
+  # The public headers only (the targets' FILE_SET HEADERS); the private
+  # ones of the machinery stay in the source tree.
+  FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+                   COMPONENT Development
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/libsandbox/include/
-                  ${PROJECT_SOURCE_DIR}/actors/include/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT Development
-  FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT sandboxTargets
   NAMESPACE sandbox::
   DESTINATION ${SANDBOX_CMAKE_INSTALL_DIR} COMPONENT Development)

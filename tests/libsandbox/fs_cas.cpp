@@ -2,6 +2,7 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 #include "helpers/quiet_fork.hpp"
+#include "helpers/scale.hpp"
 
 // Compare-and-swap under concurrency (§13): of any number of writers that
 // hold the same version, exactly one wins, and the file then holds exactly
@@ -32,7 +33,8 @@ using sandbox::fs::testing::temp_dir_fixture;
 
 namespace {
 
-constexpr int rounds = 200;
+// 200 rounds in `make test-stress` (libsandbox.fs_cas.stress), 20 per commit.
+const int rounds = sandbox::test::sized(20, 200);
 
 /// The bytes writer `i` writes in round `r`: distinct per writer and round,
 /// and longer than one page so that a torn file would show.

@@ -43,9 +43,12 @@ void replace_all(std::string& s, const std::string& from,
     s.replace(at, from.size(), to);
 }
 
+} // namespace
+
 /// Directories opened from the root down, by name, with `O_PATH`
 /// descriptors; what lies below them and was not found (or could not be
-/// entered), and why.
+/// entered), and why. Not in the anonymous namespace: `session_view::resolved`
+/// holds one.
 struct walk_result {
   std::vector<std::string> names;
   std::vector<unique_fd> fds;
@@ -69,6 +72,8 @@ struct walk_result {
     return resolve(opened(), rest_path);
   }
 };
+
+namespace {
 
 void push_components(std::deque<std::string>& todo, std::string_view path) {
   std::vector<std::string> parts;
