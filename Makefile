@@ -8,7 +8,20 @@ BUILD_TYPE ?= RelWithDebInfo
 # Sanitizer builds use Debian's clang (installed by scripts/install-deps) in
 # build directories of their own; the benchmarks are left out of them.
 SAN_CXX ?= clang++
+# The suppression files (and TSan's reports) must be where the sanitized
+# programs that contained sessions run can reach them; such a session has
+# a /tmp of its own, so for a checkout below /tmp they go to a directory of
+# this checkout's below /var/tmp for the run, removed after it.
+ifneq ($(filter /tmp/%,$(CURDIR)),)
+SAN_SUPP := /var/tmp/sandbox-sanitizers-$(shell id -u)$(subst /,-,$(CURDIR))
+SAN_SETUP = rm -rf $(SAN_SUPP) && mkdir -p -m 755 $(SAN_SUPP) && \
+	cp $(CURDIR)/tests/sanitizers/*.supp $(SAN_SUPP)/ &&
+SAN_CLEANUP = rm -rf $(SAN_SUPP);
+else
 SAN_SUPP := $(CURDIR)/tests/sanitizers
+SAN_SETUP =
+SAN_CLEANUP =
+endif
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0 \
 	LSAN_OPTIONS=suppressions=$(SAN_SUPP)/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(SAN_SUPP)/ubsan.supp
@@ -18,7 +31,11 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_
 # children), and CAF's typed-actor names overflow its buffer anyway; the
 # suppressions match module names. To read a report's frames, run the suite
 # again by hand with TSAN_OPTIONS=symbolize=1.
+ifneq ($(filter /tmp/%,$(CURDIR)),)
+TSAN_LOGS := $(SAN_SUPP)/tsan-logs
+else
 TSAN_LOGS := $(CURDIR)/build-tsan/tsan-logs
+endif
 # die_after_fork=0: some suites fork a child that runs a node of its own
 # (actors.logging, actors.embedding); TSan counts its own background thread,
 # so every fork is "multi-threaded" to it and the child would die at its
@@ -76,7 +93,8 @@ test-asan: deps
 	  -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DSANDBOX_SANITIZE=address,undefined \
 	  -DSANDBOX_BUILD_BENCHMARKS=OFF >/dev/null
 	@cmake --build build-asan -j $(JOBS) --target sandbox_tests
-	@cd build-asan && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS) -LE stress
+	@$(SAN_SETUP) cd build-asan && $(ASAN_ENV) ctest --output-on-failure \
+	  -j $(JOBS) -LE stress; status=$$?; $(SAN_CLEANUP) exit $$status
 
 # ThreadSanitizer over every suite.
 test-tsan: deps
@@ -84,13 +102,13 @@ test-tsan: deps
 	  -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DSANDBOX_SANITIZE=thread \
 	  -DSANDBOX_BUILD_BENCHMARKS=OFF >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target sandbox_tests
-	@rm -rf $(TSAN_LOGS) && mkdir -p -m 1777 $(TSAN_LOGS)
-	@cd build-tsan && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS) -LE stress; \
+	@$(SAN_SETUP) rm -rf $(TSAN_LOGS) && mkdir -p -m 1777 $(TSAN_LOGS) && \
+	  cd build-tsan && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS) -LE stress; \
 	  status=$$?; \
 	  reports=$$(grep -l 'WARNING: ThreadSanitizer' $(TSAN_LOGS)/* 2>/dev/null); \
 	  if [ -n "$$reports" ]; then cat $$reports; \
-	    echo "ThreadSanitizer reports: $$reports"; exit 1; fi; \
-	  exit $$status
+	    echo "ThreadSanitizer reports: $$reports"; status=1; fi; \
+	  $(SAN_CLEANUP) exit $$status
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan

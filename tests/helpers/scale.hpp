@@ -13,8 +13,6 @@
 
 #include <cstdlib>
 
-#include "caf/test/unit_test.hpp"
-
 namespace sandbox::test {
 
 /// Whether this run is a stress entry (SANDBOX_TEST_STRESS=1).

@@ -74,6 +74,8 @@ CAF_TEST(a stat line parses from its last parenthesis) {
   CAF_CHECK_EQUAL(st.pgid, 4242);
   CAF_CHECK_EQUAL(st.start_time, 987654u);
   CAF_CHECK(!sandbox::parse_proc_stat("no parenthesis here", st));
+  // A line cut before the start time (field 22) is refused, not read as 0.
+  CAF_CHECK(!sandbox::parse_proc_stat("4242 (a) S 17 4242 4242 0 -1", st));
   // Our own line: the parent and the start time /proc/self/stat gives.
   std::string self;
   CAF_REQUIRE(sandbox::read_small_file("/proc/self/stat", self));

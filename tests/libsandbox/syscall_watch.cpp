@@ -31,6 +31,7 @@
 
 #include "helpers/foreign_abi.hpp"
 #include "helpers/temp_dir.hpp"
+#include "io/fd_message.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/io/reactor.hpp"
 
@@ -268,37 +269,19 @@ watched_child(const std::string& writable, Calls calls) {
       ::_exit(101);
     // Hand the listener to the test.
     char byte = 0;
-    iovec io{&byte, 1};
-    alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &io;
-    msg.msg_iovlen = 1;
-    msg.msg_control = space;
-    msg.msg_controllen = sizeof(space);
-    auto* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
-    if (::sendmsg(sv[1], &msg, 0) != 1)
+    sandbox::fd_message m{&byte, 1};
+    *m.attach() = listener;
+    if (::sendmsg(sv[1], &m.msg, 0) != 1)
       ::_exit(102);
     ::close(listener);
     ::_exit(calls());
   }
   ::close(sv[1]);
   char byte = 0;
-  iovec io{&byte, 1};
-  alignas(cmsghdr) char space[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &io;
-  msg.msg_iovlen = 1;
-  msg.msg_control = space;
-  msg.msg_controllen = sizeof(space);
+  sandbox::fd_message m{&byte, 1};
   int listener = -1;
-  if (::recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC) == 1)
-    if (auto* c = CMSG_FIRSTHDR(&msg);
-        c != nullptr && c->cmsg_type == SCM_RIGHTS)
-      std::memcpy(&listener, CMSG_DATA(c), sizeof(int));
+  if (::recvmsg(sv[0], &m.msg, MSG_CMSG_CLOEXEC) == 1)
+    listener = m.received();
   ::close(sv[0]);
   std::mutex mtx;
   std::vector<sandbox::violation> seen;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -19,17 +20,31 @@ bool parse_proc_stat(std::string_view text, proc_stat& out) {
   auto close = text.rfind(')');
   if (close == std::string_view::npos || close + 2 >= text.size())
     return false;
-  // Past ") ": field 3 (state) onwards, space-separated numbers.
-  std::string rest{text.substr(close + 2)};
-  const char* p = rest.c_str();
+  // Past ") ": field 3 (state), then space-separated numbers, read in place.
+  const char* p = text.data() + close + 2;
+  const char* last = text.data() + text.size();
   out.state = *p++;
-  char* end = nullptr;
-  out.ppid = static_cast<pid_t>(std::strtol(p, &end, 10));
-  out.pgid = static_cast<pid_t>(std::strtol(end, &end, 10));
-  // Fields 6 to 21, then the start time.
-  for (int field = 6; field < 22 && *end != '\0'; ++field)
-    std::strtoull(end, &end, 10);
-  out.start_time = std::strtoull(end, &end, 10);
+  auto next = [&](auto& value) {
+    while (p < last && *p == ' ')
+      ++p;
+    auto [end, ec] = std::from_chars(p, last, value);
+    p = end;
+    return ec == std::errc{};
+  };
+  long long ppid = 0;
+  long long pgid = 0;
+  if (!next(ppid) || !next(pgid))
+    return false;
+  out.ppid = static_cast<pid_t>(ppid);
+  out.pgid = static_cast<pid_t>(pgid);
+  // Fields 6 to 21 (some may be negative), then the start time.
+  for (int field = 6; field < 22; ++field)
+    if (long long skipped = 0; !next(skipped))
+      return false;
+  unsigned long long start = 0;
+  if (!next(start))
+    return false;
+  out.start_time = start;
   return true;
 }
 
