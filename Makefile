@@ -12,7 +12,8 @@ SAN_CXX ?= clang++
 # programs that contained sessions run can reach them; such a session has
 # a /tmp of its own, so for a checkout below /tmp they go to a directory of
 # this checkout's below /var/tmp for the run, removed after it.
-ifneq ($(filter /tmp/%,$(CURDIR)),)
+BELOW_TMP := $(filter /tmp/%,$(CURDIR))
+ifneq ($(BELOW_TMP),)
 SAN_SUPP := /var/tmp/sandbox-sanitizers-$(shell id -u)$(subst /,-,$(CURDIR))
 SAN_SETUP = rm -rf $(SAN_SUPP) && mkdir -p -m 755 $(SAN_SUPP) && \
 	cp $(CURDIR)/tests/sanitizers/*.supp $(SAN_SUPP)/ &&
@@ -31,7 +32,7 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_
 # children), and CAF's typed-actor names overflow its buffer anyway; the
 # suppressions match module names. To read a report's frames, run the suite
 # again by hand with TSAN_OPTIONS=symbolize=1.
-ifneq ($(filter /tmp/%,$(CURDIR)),)
+ifneq ($(BELOW_TMP),)
 TSAN_LOGS := $(SAN_SUPP)/tsan-logs
 else
 TSAN_LOGS := $(CURDIR)/build-tsan/tsan-logs

@@ -1,5 +1,4 @@
 #include "sandbox/actors/node.hpp"
-#include "events.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "caf_error.hpp"
+#include "events.hpp"
 #include "handoff_policy.hpp"
 #include "sandbox/contain/session_net.hpp"
 #include "sandbox/fs/path_resolver.hpp"

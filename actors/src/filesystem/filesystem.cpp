@@ -1,5 +1,4 @@
 #include "filesystem/filesystem.hpp"
-#include "events.hpp"
 
 #include <type_traits>
 #include <utility>

@@ -1,5 +1,4 @@
 #include "filesystem/jobs.hpp"
-#include "events.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

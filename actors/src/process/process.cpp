@@ -1,4 +1,3 @@
-#include "events.hpp"
 #include "process/state.hpp"
 
 namespace sandbox::actors {

@@ -1,4 +1,3 @@
-#include "events.hpp"
 #include "session/state.hpp"
 
 namespace sandbox::actors::session_detail {
