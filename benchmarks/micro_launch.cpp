@@ -25,7 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include "sandbox/cgroup/cgroup.hpp"
-#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/process/launcher.hpp"
 

@@ -21,7 +21,7 @@
 #include "bench.hpp"
 #include "load_driver.hpp"
 #include "sandbox/actors/embedded_node.hpp"
-#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 
 namespace sandbox::bench {
 

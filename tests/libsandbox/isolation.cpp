@@ -12,7 +12,7 @@
 
 #include "helpers/can_contain.hpp"
 #include "helpers/temp_dir.hpp"
-#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 #include "sandbox/io/reactor.hpp"
 #include "sandbox/process/launcher.hpp"
 

@@ -11,7 +11,7 @@
 #include "events.hpp"
 #include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
-#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 #include "sandbox/process/child_process.hpp"
 
 namespace sandbox::actors {

@@ -1,6 +1,7 @@
-// session_limits and apply_cgroup_limits (sandbox/contain/isolation.hpp): the
-// memory and process limits of a contained session, on cgroup v2 or v1.
-#include "sandbox/contain/isolation.hpp"
+// session_limits and apply_cgroup_limits
+// (sandbox/contain/contained_session.hpp): the memory and process limits of a
+// contained session, on cgroup v2 or v1.
+#include "sandbox/contain/contained_session.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

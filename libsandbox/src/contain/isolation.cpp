@@ -1,4 +1,5 @@
 #include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 #include "sandbox/contain/read_guard.hpp"
 
 #include <fcntl.h>

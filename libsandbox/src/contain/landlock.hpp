@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox::detail {

@@ -8,7 +8,7 @@
 
 #include <sys/types.h>
 
-#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/contained_session.hpp"
 #include "sandbox/unique_fd.hpp"
 
 namespace sandbox::detail {
