@@ -2,77 +2,6 @@
 
 namespace sandbox::actors::session_detail {
 
-namespace {
-
-/// A launch of a contained session whose reads are watched: a report of a
-/// group not registered yet may be the new child's, so it waits in
-/// `unclaimed` until the launch registers its group (or ends without one).
-class launch_window {
-public:
-  explicit launch_window(session_state& st)
-    : st_(st), open_(st.read_cover != nullptr) {
-    if (open_) {
-      std::lock_guard<std::mutex> guard{st_.running->mtx};
-      ++st_.running->launching;
-    }
-  }
-
-  launch_window(const launch_window&) = delete;
-  launch_window& operator=(const launch_window&) = delete;
-
-  ~launch_window() {
-    close();
-  }
-
-  /// Gives `params` the reports group `pid` had so far and registers the
-  /// process actor that `make` returns for later ones, in one step under
-  /// the lock.
-  template <class Make>
-  process_actor_impl attach(pid_t pid, process_params& params, Make make) {
-    if (!open_)
-      return make();
-    process_actor_impl handle;
-    auto exec_id = params.exec;
-    {
-      std::lock_guard<std::mutex> guard{st_.running->mtx};
-      auto i = st_.running->unclaimed.find(pid);
-      if (i != st_.running->unclaimed.end()) {
-        for (auto& v : i->second)
-          v.execution = exec_id;
-        params.early_violations = std::move(i->second);
-        st_.running->unclaimed.erase(i);
-      }
-      handle = make();
-      st_.running->by_group.insert_or_assign(
-        pid, std::make_pair(exec_id, weak_process(handle, *st_.p.rt)));
-    }
-    close();
-    return handle;
-  }
-
-private:
-  /// The last launch to end gives the reports nobody claimed to the session.
-  void close() {
-    if (!open_)
-      return;
-    open_ = false;
-    std::map<pid_t, std::vector<violation>> rest;
-    {
-      std::lock_guard<std::mutex> guard{st_.running->mtx};
-      if (--st_.running->launching == 0)
-        rest.swap(st_.running->unclaimed);
-    }
-    for (auto& [pgid, vs] : rest)
-      for (auto& v : vs)
-        report_violation(nullptr, *st_.self_target, std::move(v));
-  }
-
-  session_state& st_;
-  bool open_;
-};
-
-} // namespace
-
 const std::shared_ptr<const std::vector<std::string>>&
 session_env_block(session_state& st) {
   if (!st.env_block) {
@@ -163,10 +92,8 @@ result<void> check_cancel_key(const session_state& st, const std::string& key) {
 /// Forgets the child `i` (its process actor has its result or is gone).
 void forget_child(session_state& st,
                   std::map<caf::actor_addr, session_child>::iterator i) {
-  {
-    std::lock_guard<std::mutex> guard{st.running->mtx};
-    st.running->by_group.erase(i->second.pid);
-  }
+  if (st.contained)
+    st.contained->forget(i->second.pid);
   st.children.erase(i);
 }
 
@@ -195,22 +122,14 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
       st.cgroups = std::make_shared<cgroup_pool>();
     spec->cgroup_reuse = st.cgroups;
   }
-  if (auto ok = ensure_contained(st); !ok)
-    return ok.error();
+  // A contained session's namespaces are made before its first command.
+  std::optional<containment::launch> window;
   if (st.contained) {
-    auto& c = spec->contain;
-    c.ns_pidfd = st.contained->init_pidfd();
-    c.landlock_ruleset = st.contained->ruleset_fd();
-    c.cpu_seconds = st.p.limits.cpu_seconds;
-    c.file_size = st.p.limits.file_size;
-    c.open_files = st.p.limits.open_files;
-    if (host_isolation().syscall_watch)
-      c.watch_filter = watch_filter();
-    auto join = st.cgroup_limits->join_fds();
-    for (size_t i = 0; i < join.size() && i < 2; ++i)
-      c.join_cgroups[i] = join[i];
+    if (auto ok = st.contained->start(); !ok)
+      return ok.error();
+    st.contained->prepare(*spec);
+    window.emplace(*st.contained);
   }
-  launch_window window{st};
   // The watchdog kills the node's cgroups: a child born in one needs no
   // record of its group.
   auto child = st.p.rt->reaper()->launch_owned(
@@ -235,8 +154,8 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   params.session_id = st.p.id;
   params.exec = exec_id;
   if (st.contained) {
-    params.limits = st.cgroup_limits;
-    params.limits_before = st.cgroup_limits->read();
+    params.limits = st.contained->limits();
+    params.limits_before = params.limits->read();
   }
   auto pid = (*child)->pid();
   auto kind = keep_stdin ? "spawn" : params.initial_stdin ? "code" : "run";
@@ -244,23 +163,37 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
                        pid, kind);
   auto listener = (*child)->take_watch_listener();
   launched out;
+  // Registered with the containment before the actor starts: the
+  // violations its child caused so far go with its parameters.
+  auto attach = [&](auto make) {
+    if (!window)
+      return make();
+    process_actor_impl handle;
+    window->attach(pid, exec_id, [&](std::vector<violation> early) {
+      params.early_violations = std::move(early);
+      handle = make();
+      return violations_to(handle, *st.p.rt);
+    });
+    return handle;
+  };
   process_actor_impl handle;
   if (keep_stdin) {
-    handle = window.attach(pid, params, [&] {
-      return spawn_process(self->system(), std::move(params));
-    });
+    handle = attach(
+      [&] { return spawn_process(self->system(), std::move(params)); });
   } else {
     // The session's idle execution actor takes it, else a new one.
-    handle = window.attach(pid, params, [&] {
+    handle = attach([&] {
       if (st.idle)
         return std::exchange(st.idle, nullptr);
       return spawn_process(self->system());
     });
     out.start.params = std::make_shared<process_params>(std::move(params));
   }
+  window.reset();
   self->monitor(handle);
-  if (listener)
-    watch_execution(self, handle, exec_id, std::move(listener));
+  if (listener && st.contained)
+    st.contained->watch(std::move(listener), exec_id,
+                        violations_to(handle, *st.p.rt));
   out.child = session_child{handle, pid, opts.cancel_key, keep_stdin,
                             !keep_stdin && !out.start.params->last};
   st.children.emplace(handle.address(), out.child);

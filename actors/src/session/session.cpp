@@ -20,12 +20,12 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
   auto& st = self->state;
   st.p = std::move(params);
   st.home_ready = !st.p.private_home;
-  if (auto ok = start_inbound(st); !ok)
+  st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
+  st.self_target = weak_self(self, *st.p.rt);
+  if (auto ok = make_containment(st); !ok)
     log::logger()->warn("{} port {} is not forwarded: {}", log::tag{st.p.id},
                         st.p.lease ? st.p.lease->port() : 0,
                         ok.error().message);
-  st.marker_prefix = fmt::format("{}={}/", marker_variable, st.p.id);
-  st.self_target = weak_self(self, *st.p.rt);
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;
     if (auto i = st.children.find(msg.source); i != st.children.end())

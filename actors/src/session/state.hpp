@@ -10,10 +10,7 @@
 #include "sandbox/detail/tsan.hpp"
 #include "session/session.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +19,6 @@
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
@@ -39,11 +35,7 @@
 #include "handed_out.hpp"
 #include "process/process.hpp"
 #include "sandbox/cgroup/cgroup.hpp"
-#include "sandbox/contain/isolation.hpp"
-#include "sandbox/contain/read_guard.hpp"
-#include "sandbox/contain/session_net.hpp"
-#include "sandbox/contain/syscall_watch.hpp"
-#include "sandbox/contain/tcp_forwarder.hpp"
+#include "sandbox/contain/containment.hpp"
 #include "sandbox/fs/directories.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/fs/session_directories.hpp"
@@ -73,20 +65,6 @@ struct session_child {
 struct launched {
   session_child child;
   process_start start;
-};
-
-/// A contained session's running executions by process group (the
-/// leader's pid): the read guard's reports come on a reactor thread and go
-/// straight to the execution's process actor while the reader waits.
-struct running_groups {
-  std::mutex mtx;
-  std::map<pid_t, std::pair<uint64_t, weak_target>> by_group;
-  /// Launches under way: their children may read before their groups are
-  /// registered here.
-  int launching = 0;
-  /// Reports of unknown groups during a launch, until it registers its
-  /// group (its process actor starts with them); the rest go to the session.
-  std::map<pid_t, std::vector<violation>> unclaimed;
 };
 
 /// State of one session actor; owned by the actor alone.
@@ -125,27 +103,17 @@ struct session_state {
   std::vector<caf::typed_response_promise<stop_receipt>> stop_waiters;
   /// This actor, for reactor callbacks (set when it starts).
   std::optional<weak_target> self_target;
-  std::shared_ptr<running_groups> running = std::make_shared<running_groups>();
   /// The cgroups of its ended executions, kept for the next ones (the
   /// cgroup mode; made at the first execution, not in idle sessions).
   std::shared_ptr<cgroup_pool> cgroups;
-  /// The placeholders over a contained session's denied paths (its reads
-  /// are reported); they go after the namespaces that mount them.
-  std::unique_ptr<read_guard::cover> read_cover;
-  /// A contained session's namespaces (made at the first execution);
-  /// destroying it kills them with everything inside.
-  std::unique_ptr<contained_session> contained;
-  /// Its memory and process limits (with the contained session).
-  std::shared_ptr<session_limits> cgroup_limits;
+  /// A contained session's containment (made when the session starts, its
+  /// namespaces at the first execution or file operation); destroying it
+  /// ends the namespaces with everything inside.
+  std::unique_ptr<containment> contained;
   /// What its executions and file operations were refused or hit, oldest
   /// first (at most `max_session_violations`). A vector: a deque allocates
   /// its map and a first block (about 600 bytes) in every idle session.
   std::vector<violation> violations;
-  /// A contained session's forwarders: the host's leased port into the
-  /// session, and each allowed destination out of it. Stopping one closes
-  /// its sockets at once.
-  std::shared_ptr<tcp_forwarder> inbound;
-  std::vector<std::shared_ptr<tcp_forwarder>> outbound;
 
   session_state() = default;
   session_state(const session_state&) = delete;
@@ -200,26 +168,14 @@ result<void> ensure_home(session_state& st);
 
 // -- contain.cpp --------------------------------------------------------------
 
-/// Closes every forwarder of the session.
-void stop_network(session_state& st);
+/// A contained session's containment, its leased port forwarded inside
+/// (nothing for other sessions).
+result<void> make_containment(session_state& st);
 
-/// Forwards the host's leased port into a contained session.
-result<void> start_inbound(session_state& st);
-
-/// A contained session's namespaces, made once, before its first command.
-result<void> ensure_contained(session_state& st);
-
-/// Gives `v` to the execution's process actor while it lives, else to the
-/// session. Called on reactor threads.
-void report_violation(const weak_target* process, const weak_target& session,
-                      violation v);
-
-/// A weak handle of a process actor for reactor callbacks.
-weak_target weak_process(const process_actor_impl& handle, runtime& rt);
-
-/// Reports what the seccomp filter of a contained command sees.
-void watch_execution(self_ptr self, const process_actor_impl& handle,
-                     uint64_t exec_id, unique_fd listener);
+/// Where the violations of the execution of process actor `handle` go
+/// while it lives.
+containment::execution_receiver violations_to(const process_actor_impl& handle,
+                                              runtime& rt);
 
 /// What the filesystem worker of a contained session sees (none for other
 /// sessions).

@@ -15,8 +15,6 @@ void maybe_complete_stop(self_ptr self) {
   // goes out: an init the sweep ended already is reaped at once, its
   // descriptor closed.
   st.contained.reset();
-  st.read_cover.reset();
-  st.cgroup_limits.reset();
   // A working directory the node made for the session goes with it when
   // the session left nothing there (one rmdir: it fails on a directory
   // that holds anything, which stays for whoever wants its files).
@@ -39,10 +37,6 @@ void maybe_complete_stop(self_ptr self) {
   st.stop_waiters.clear();
   // Dropping the handles lets finished process actors go away.
   st.children.clear();
-  {
-    std::lock_guard<std::mutex> guard{st.running->mtx};
-    st.running->by_group.clear();
-  }
   st.groups.clear();
   for (auto& addr : st.finished)
     if (auto p = caf::actor_cast<process_actor_impl>(addr))
@@ -66,7 +60,8 @@ void begin_stop(self_ptr self) {
   if (st.cgroups)
     st.cgroups->close();
   // Nothing reaches the session's servers, nor leaves it, from now on.
-  stop_network(st);
+  if (st.contained)
+    st.contained->stop_network();
   if (st.files) {
     // The receipt waits for the worker: its open writes are gone by then.
     ++st.awaiting;
@@ -99,10 +94,12 @@ void begin_stop(self_ptr self) {
         });
   }
   auto session_cgroup = st.p.rt->session_cgroup(st.p.id);
-  // A contained session's init holds its cgroup (`init`, ensure_contained)
+  // A contained session's init holds its cgroup (`init`, containment::start)
   // from its first command or file operation on: swept even when no
   // command ran, so that its cgroup goes too.
-  if (st.groups.empty() && !(st.contained && !session_cgroup.empty())) {
+  if (st.groups.empty()
+      && !(st.contained && st.contained->started()
+           && !session_cgroup.empty())) {
     // Nothing was ever started: no process can carry the marker, so there
     // is nothing to sweep.
     st.sweep = stop_receipt{};
@@ -114,7 +111,7 @@ void begin_stop(self_ptr self) {
   q.cgroup = std::move(session_cgroup);
   // The init is neither signalled nor counted: it ends (and with it the
   // PID namespace) once the commands did, or with them at the kill stage.
-  if (st.contained && !q.cgroup.empty())
+  if (st.contained && st.contained->started() && !q.cgroup.empty())
     q.cgroup_keep = "init";
   q.log_tag = fmt::format("{}", log::tag{st.p.id});
   async_terminate(st.p.rt->reactor(), st.p.rt->reaper(), std::move(q),

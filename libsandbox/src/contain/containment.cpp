@@ -1,0 +1,325 @@
+#include "sandbox/contain/containment.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sandbox/contain/syscall_watch.hpp"
+#include "sandbox/contain/tcp_forwarder.hpp"
+#include "sandbox/fs/directories.hpp"
+#include "sandbox/fs/view.hpp"
+#include "sandbox/log.hpp"
+#include "sandbox/process/launcher.hpp"
+
+namespace sandbox {
+
+/// The running executions by process group (the leader's pid), shared with
+/// the reports that come on reactor threads: a denied read goes straight to
+/// its execution's receiver while the reader waits.
+struct containment::registry {
+  std::mutex mtx;
+  session_receiver session;
+  std::map<pid_t, std::pair<uint64_t, execution_receiver>> by_group;
+  /// Launches under way: their children may cause violations before their
+  /// groups are registered.
+  int launching = 0;
+  /// Violations of unknown groups during a launch, until it registers its
+  /// group; the rest go to the session when the last launch ends.
+  std::map<pid_t, std::vector<violation>> unclaimed;
+
+  /// `v` to `to` when it takes it, else to the session.
+  void deliver(const execution_receiver* to, violation v) {
+    if (to != nullptr && *to && (*to)(v))
+      return;
+    if (session)
+      session(std::move(v));
+  }
+
+  /// A denied read of group `pgid`: to its execution, parked during a
+  /// launch, else to the session.
+  void report_group(pid_t pgid, violation v) {
+    execution_receiver to;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      auto i = by_group.find(pgid);
+      if (i != by_group.end()) {
+        v.execution = i->second.first;
+        to = i->second.second;
+      } else if (launching > 0) {
+        unclaimed[pgid].push_back(std::move(v));
+        return;
+      }
+    }
+    deliver(&to, std::move(v));
+  }
+};
+
+std::unique_ptr<containment> containment::make(reactor& r,
+                                               containment_settings settings,
+                                               session_receiver session) {
+  return std::unique_ptr<containment>{
+    new containment(r, std::move(settings), std::move(session))};
+}
+
+containment::containment(reactor& r, containment_settings settings,
+                         session_receiver session)
+  : reactor_(r),
+    settings_(std::move(settings)),
+    registry_(std::make_shared<registry>()) {
+  registry_->session = std::move(session);
+}
+
+containment::~containment() {
+  stop_network();
+  session_.reset();
+  cover_.reset();
+  limits_.reset();
+}
+
+result<void> containment::forward_port(unique_fd listener, uint16_t port) {
+  sockaddr_in dest{};
+  dest.sin_family = AF_INET;
+  dest.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  dest.sin_port = htons(port);
+  auto f = tcp_forwarder::start(
+    reactor_, std::move(listener), reinterpret_cast<sockaddr*>(&dest),
+    sizeof(dest), nullptr,
+    fmt::format("{} port {}", log::tag{settings_.session_id}, port));
+  if (!f)
+    return f.error();
+  inbound_ = std::move(*f);
+  return {};
+}
+
+/// The network of a new init: the inbound forwarder reaches inside, and
+/// each allowed destination gets its address on the session's loopback and
+/// a listener there, forwarded to the real destination from the host.
+result<void> containment::start_network() {
+  // The forwarders' sockets are made from their own copy of the pidfd.
+  auto pidfd = std::make_shared<unique_fd>(
+    ::fcntl(session_->init_pidfd(), F_DUPFD_CLOEXEC, 3));
+  if (!*pidfd)
+    return make_errno_error(errno, "dup of the session init's pidfd");
+  if (inbound_)
+    inbound_->set_factory([pidfd] {
+      return socket_in_namespace(pidfd->get(), AF_INET, SOCK_STREAM);
+    });
+  for (auto& d : settings_.allow_net) {
+    auto what = fmt::format("{}:{} in the session (allowed by {})", d.address,
+                            d.port, d.entry);
+    if (auto ok = add_local_address(pidfd->get(), d); !ok)
+      return ok.error();
+    auto inside = socket_in_namespace(pidfd->get(), d.addr.ss_family,
+                                      SOCK_STREAM);
+    if (!inside)
+      return inside.error();
+    auto listener = listen_tcp(reinterpret_cast<const sockaddr*>(&d.addr),
+                               d.addr_len, what, std::move(*inside));
+    if (!listener)
+      return listener.error();
+    auto family = d.addr.ss_family;
+    auto f = tcp_forwarder::start(
+      reactor_, std::move(*listener),
+      reinterpret_cast<const sockaddr*>(&d.addr), d.addr_len,
+      [family]() -> result<unique_fd> {
+        unique_fd fd{::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+        if (!fd)
+          return make_errno_error(errno, "socket (to an allowed "
+                                         "destination)");
+        return fd;
+      },
+      fmt::format("{} to {}:{}", log::tag{settings_.session_id}, d.address,
+                  d.port));
+    if (!f)
+      return f.error();
+    outbound_.push_back(std::move(*f));
+  }
+  return {};
+}
+
+/// Places the node's placeholders over the denied paths where the host
+/// lets the node watch their opens (read_guard.hpp): each refused read is a
+/// `read_denied` violation of the execution whose process group read it
+/// (of the session, execution 0, when none matches).
+result<void> containment::cover_denied(containment_spec& spec) {
+  auto guard = settings_.guard ? settings_.guard() : nullptr;
+  if (!guard || spec.deny.empty())
+    return {};
+  auto cover = guard->make_cover(
+    settings_.temp_directory, spec.deny,
+    [reg = registry_](denied_read d) {
+      reg->report_group(d.pgid, violation{violation_kind::read_denied, 0,
+                                          std::move(d.path)});
+    },
+    {spec.working_directory, spec.home_directory});
+  if (!cover)
+    return cover.error();
+  spec.placeholders = (*cover)->placeholders();
+  spec.mounts = (*cover)->mounts();
+  cover_ = std::move(*cover);
+  return {};
+}
+
+result<void> containment::start() {
+  if (session_)
+    return {};
+  containment_spec spec;
+  spec.working_directory = settings_.working_directory;
+  spec.home_directory = settings_.home_directory;
+  spec.deny = settings_.deny;
+  spec.limits = settings_.limits;
+  if (!settings_.session_cgroup.empty()) {
+    spec.cgroup = settings_.session_cgroup + "/init";
+    // With its parents: a file operation may come before any execution.
+    if (auto ok = fs::make_directories(spec.cgroup, 0755); !ok)
+      return error{errc::io_error,
+                   fmt::format("cannot make cgroup {}: {}", spec.cgroup,
+                               ok.error().message)};
+  }
+  auto limits = session_limits::make(
+    settings_.limits,
+    settings_.session_cgroup.empty() ? std::string{} : settings_.cgroup_root,
+    settings_.session_cgroup, settings_.session_id);
+  if (!limits)
+    return limits.error();
+  limits_ = *limits;
+  spec.cgroup_limits = limits_;
+  if (auto ok = cover_denied(spec); !ok)
+    return ok.error();
+  auto s = contained_session::start(spec);
+  if (!s) {
+    cover_.reset();
+    return s.error();
+  }
+  (*s)->reap_on(reactor_);
+  session_ = std::move(*s);
+  if (auto ok = start_network(); !ok) {
+    for (auto& f : outbound_)
+      f->stop();
+    outbound_.clear();
+    if (inbound_)
+      inbound_->set_factory(nullptr);
+    session_.reset();
+    cover_.reset();
+    return ok.error();
+  }
+  return {};
+}
+
+void containment::prepare(launch_spec& spec) const {
+  auto& c = spec.contain;
+  c.ns_pidfd = session_->init_pidfd();
+  c.landlock_ruleset = session_->ruleset_fd();
+  c.cpu_seconds = settings_.limits.cpu_seconds;
+  c.file_size = settings_.limits.file_size;
+  c.open_files = settings_.limits.open_files;
+  if (host_isolation().syscall_watch)
+    c.watch_filter = watch_filter();
+  auto join = limits_->join_fds();
+  for (size_t i = 0; i < join.size() && i < 2; ++i)
+    c.join_cgroups[i] = join[i];
+}
+
+std::vector<std::string> containment::writable_directories() const {
+  return {settings_.working_directory, settings_.home_directory, "/tmp",
+          "/dev/shm"};
+}
+
+containment::launch::launch(containment& c) : c_(c) {
+  std::lock_guard<std::mutex> guard{c_.registry_->mtx};
+  ++c_.registry_->launching;
+}
+
+containment::launch::~launch() {
+  close();
+}
+
+void containment::launch::attach(
+  pid_t pgid, uint64_t exec,
+  const std::function<execution_receiver(std::vector<violation>)>& make) {
+  auto& reg = *c_.registry_;
+  {
+    std::lock_guard<std::mutex> guard{reg.mtx};
+    std::vector<violation> early;
+    if (auto i = reg.unclaimed.find(pgid); i != reg.unclaimed.end()) {
+      early = std::move(i->second);
+      reg.unclaimed.erase(i);
+      for (auto& v : early)
+        v.execution = exec;
+    }
+    reg.by_group.insert_or_assign(pgid,
+                                  std::make_pair(exec, make(std::move(early))));
+  }
+  close();
+}
+
+/// The last launch to end gives the violations nobody claimed to the
+/// session.
+void containment::launch::close() {
+  if (!open_)
+    return;
+  open_ = false;
+  auto& reg = *c_.registry_;
+  std::map<pid_t, std::vector<violation>> rest;
+  {
+    std::lock_guard<std::mutex> guard{reg.mtx};
+    if (--reg.launching == 0)
+      rest.swap(reg.unclaimed);
+  }
+  for (auto& [pgid, vs] : rest)
+    for (auto& v : vs)
+      reg.deliver(nullptr, std::move(v));
+}
+
+void containment::watch(unique_fd listener, uint64_t exec,
+                        execution_receiver receiver) {
+  auto policy = std::make_shared<watch_policy>();
+  policy->writable = writable_directories();
+  policy->execution = exec;
+  watch_syscalls(reactor_, std::move(listener), std::move(policy),
+                 [reg = registry_, to = std::move(receiver)](violation v) {
+                   reg->deliver(&to, std::move(v));
+                 });
+}
+
+void containment::report(pid_t pgid, violation v) {
+  registry_->report_group(pgid, std::move(v));
+}
+
+void containment::forget(pid_t pgid) {
+  std::lock_guard<std::mutex> guard{registry_->mtx};
+  registry_->by_group.erase(pgid);
+}
+
+void containment::forget_all() {
+  std::lock_guard<std::mutex> guard{registry_->mtx};
+  registry_->by_group.clear();
+}
+
+result<std::shared_ptr<const fs::session_view>> containment::view() {
+  if (auto ok = start(); !ok)
+    return ok.error();
+  fs::view_policy policy;
+  policy.deny = settings_.deny;
+  policy.kept = {settings_.working_directory, settings_.home_directory};
+  policy.writable = writable_directories();
+  return fs::session_view::open(
+    fmt::format("/proc/{}/root", session_->init_pid()), std::move(policy));
+}
+
+void containment::stop_network() noexcept {
+  if (inbound_)
+    inbound_->stop();
+  inbound_ = nullptr;
+  for (auto& f : outbound_)
+    f->stop();
+  outbound_.clear();
+}
+
+} // namespace sandbox
