@@ -9,8 +9,8 @@
 
 #include <caf/scoped_actor.hpp>
 
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 namespace {
 

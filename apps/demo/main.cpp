@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/net/endpoint.hpp"
 #include "sandbox/process/process_tree.hpp"
 

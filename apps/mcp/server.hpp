@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/actors/tools.hpp"
 #include "sandbox/errc.hpp"
+#include "sandbox/tools/tools.hpp"
 
 namespace sandbox::mcp {
 

@@ -15,7 +15,7 @@
 
 #include "cli.hpp"
 #include "interrupt.hpp"
-#include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/client/blocking_files.hpp"
 #include "sandbox/fs/file_io.hpp"
 
 namespace sandbox::cli {

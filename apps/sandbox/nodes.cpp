@@ -10,8 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "interrupt.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 namespace sandbox::cli {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "runtime.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/process/proc_stats.hpp"
 
 namespace sandbox::bench {

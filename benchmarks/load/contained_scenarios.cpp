@@ -20,7 +20,7 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/contained_session.hpp"
 
 namespace sandbox::bench {

@@ -20,8 +20,8 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/fs/file_io.hpp"
 
 namespace sandbox::bench {

@@ -15,8 +15,8 @@
 #include <stdexcept>
 
 #include "bench.hpp"
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/fs/listing.hpp"
 
 namespace sandbox::bench {

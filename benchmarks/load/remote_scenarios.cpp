@@ -16,10 +16,10 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 namespace sandbox::bench {
 

@@ -29,9 +29,9 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/node.hpp"
 #include "sandbox/actors/registration.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 namespace sandbox::bench {
 

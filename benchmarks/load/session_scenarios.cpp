@@ -27,8 +27,8 @@
 #include <thread>
 
 #include "bench.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 namespace sandbox::bench {
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "bench.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/process/child_process.hpp"
 
 namespace sandbox::bench {

@@ -25,9 +25,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
+#include "sandbox/tools/tools.hpp"
 
 extern char** environ;
 

@@ -23,7 +23,7 @@
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
 #include "helpers/foreign_abi.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
 using sandbox::exec_options;

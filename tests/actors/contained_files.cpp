@@ -14,8 +14,8 @@
 
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
 using sandbox::errc;

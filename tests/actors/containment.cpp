@@ -11,8 +11,8 @@
 
 #include "fixture.hpp"
 #include "runtime.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/cgroup/cgroup.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 using sandbox::containment_mode;
 using sandbox::exec_options;

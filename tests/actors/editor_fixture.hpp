@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fixture.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/tools/tools.hpp"
 
 namespace sandbox::test {
 

@@ -15,8 +15,8 @@
 #include "helpers/serve_process.hpp"
 #include "helpers/temp_dir.hpp"
 #include "runtime.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 namespace {
 

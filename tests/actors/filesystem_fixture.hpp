@@ -19,7 +19,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
-#include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/client/blocking_files.hpp"
 
 namespace sandbox::test {
 

@@ -20,8 +20,8 @@
 
 #include "helpers/temp_dir.hpp"
 #include "helpers/test_isolation.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/process/proc_stats.hpp"
 #include "sandbox/process/process_tree.hpp"
 

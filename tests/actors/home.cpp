@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "fixture.hpp"
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

@@ -17,10 +17,10 @@
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 using namespace std::chrono_literals;
 using namespace sandbox;

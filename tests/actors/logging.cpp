@@ -28,8 +28,8 @@
 #include "fixture.hpp"
 #include "helpers/quiet_fork.hpp"
 #include "helpers/temp_dir.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/log.hpp"
 
 namespace {

@@ -13,8 +13,8 @@
 
 #include "fixture.hpp"
 #include "runtime.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/uuid.hpp"
 
 using namespace sandbox;

@@ -15,8 +15,8 @@
 
 #include "fixture.hpp"
 #include "handoff_policy.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 using namespace std::chrono_literals;
 using namespace sandbox;

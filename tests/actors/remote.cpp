@@ -23,9 +23,9 @@
 #include <caf/scoped_actor.hpp>
 
 #include "fixture.hpp"
-#include "sandbox/actors/blocking_files.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/blocking_files.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

@@ -21,8 +21,8 @@
 
 #include "fixture.hpp"
 #include "helpers/serve_process.hpp"
-#include "sandbox/actors/blocking_files.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/blocking_files.hpp"
 #include "sandbox/process/proc_stats.hpp"
 
 using namespace sandbox;

@@ -20,10 +20,10 @@
 
 #include "fixture.hpp"
 #include "helpers/tls_files.hpp"
-#include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/tls.hpp"
+#include "sandbox/client/blocking_session.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;

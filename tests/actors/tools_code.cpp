@@ -3,7 +3,7 @@
 #include "helpers/check.hpp"
 
 #include "fixture.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/tools/tools.hpp"
 
 using nlohmann::json;
 using sandbox::actors::toolbox;

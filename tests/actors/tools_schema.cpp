@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "fixture.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/tools/tools.hpp"
 
 using nlohmann::json;
 using sandbox::errc;

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "fixture.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/tools/tools.hpp"
 
 using nlohmann::json;
 using sandbox::errc;

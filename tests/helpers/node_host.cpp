@@ -59,10 +59,10 @@
 
 #include "helpers/tls_files.hpp"
 #include "runtime.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/process/process_tree.hpp"
 #include "sandbox/process/watchdog.hpp"
 #include "test_isolation.hpp"

@@ -30,7 +30,7 @@ install)
   fresh "$work"
   cmake --install "$build" --prefix "$work/stage" >"$work/install.log"
   for f in bin/sandbox lib/libsandbox.a lib/libsandbox_actors.a \
-           include/sandbox/errc.hpp include/sandbox/actors/blocking_session.hpp \
+           include/sandbox/errc.hpp include/sandbox/client/blocking_session.hpp \
            lib/cmake/sandbox/sandboxConfig.cmake \
            lib/cmake/sandbox/sandboxConfigVersion.cmake \
            lib/cmake/sandbox/sandboxTargets.cmake \
@@ -116,7 +116,7 @@ deb)
   dpkg-deb -c "$deb" | awk '{print $NF}' >"$work/contents.txt"
   for f in ./usr/bin/sandbox ./usr/share/man/man1/sandbox.1 \
            ./usr/lib/libsandbox.a ./usr/lib/libsandbox_actors.a \
-           ./usr/include/sandbox/actors/blocking_session.hpp \
+           ./usr/include/sandbox/client/blocking_session.hpp \
            ./usr/lib/cmake/sandbox/sandboxConfig.cmake \
            ./usr/lib/cmake/sandbox/sandboxTargets.cmake \
            ./usr/lib/cmake/sandbox/FindCAF.cmake \
@@ -141,7 +141,7 @@ deb)
     fail "deb: sandbox.pc names no includedir"
   inc=$(PKG_CONFIG_PATH="$root/usr/lib/pkgconfig" \
         pkg-config --variable=includedir sandbox)
-  [ -e "$inc/sandbox/actors/blocking_session.hpp" ] ||
+  [ -e "$inc/sandbox/client/blocking_session.hpp" ] ||
     fail "deb: sandbox.pc's includedir $inc has no headers"
   echo "deb: ok ($(basename "$deb"), $(du -h "$deb" | cut -f1))"
   ;;

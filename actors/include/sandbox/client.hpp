@@ -5,7 +5,7 @@
 // the blocking facade of its sessions and their files. Link
 // `sandbox::actors` (docs/api.md).
 
-#include "sandbox/actors/blocking_files.hpp"
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/embedded_node.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/blocking_files.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/client/embedded_node.hpp"

@@ -34,7 +34,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "remote_detail.hpp"
+#include "remote/remote_detail.hpp"
 #include "sandbox/actors/publish_accept.hpp"
 #include "sandbox/actors/remote.hpp"
 

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/actors/blocking_session.hpp"
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/client/blocking_session.hpp"
+#include "sandbox/tools/tools.hpp"
 
 namespace sandbox::actors::detail {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/tools/tools.hpp"
 
 namespace sandbox::actors::detail {
 

@@ -1,4 +1,4 @@
-#include "sandbox/actors/tools.hpp"
+#include "sandbox/tools/tools.hpp"
 
 #include <mutex>
 #include <utility>

@@ -17,10 +17,10 @@
 #include <caf/fwd.hpp>
 #include <caf/message_id.hpp>
 
-#include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/tls.hpp"
+#include "sandbox/client/blocking_session.hpp"
 #include "sandbox/errc.hpp"
 
 namespace sandbox::actors {

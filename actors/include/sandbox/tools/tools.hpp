@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/client/blocking_session.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
 

@@ -1,4 +1,4 @@
-#include "sandbox/actors/blocking_session.hpp"
+#include "sandbox/client/blocking_session.hpp"
 
 #include <map>
 #include <mutex>
@@ -8,8 +8,8 @@
 #include <caf/scoped_actor.hpp>
 #include <fmt/format.h>
 
-#include "blocking_ask.hpp"
-#include "remote_detail.hpp"
+#include "client/blocking_ask.hpp"
+#include "remote/remote_detail.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/detail/tsan.hpp"

@@ -1,8 +1,8 @@
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/embedded_node.hpp"
 
 #include <caf/actor_system.hpp>
 
-#include "blocking_ask.hpp"
+#include "client/blocking_ask.hpp"
 #include "runtime.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/io/reactor.hpp"

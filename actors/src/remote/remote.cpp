@@ -1,5 +1,5 @@
 #include "sandbox/actors/remote.hpp"
-#include "remote_detail.hpp"
+#include "remote/remote_detail.hpp"
 
 #include <arpa/inet.h>
 

@@ -10,8 +10,8 @@
 #include <caf/scoped_actor.hpp>
 
 // The facade starts from a session: `files_of(blocking_session&)`.
-#include "sandbox/actors/blocking_session.hpp"
 #include "sandbox/actors/protocol.hpp"
+#include "sandbox/client/blocking_session.hpp"
 #include "sandbox/errc.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/stat.hpp"

@@ -1,4 +1,4 @@
-#include "sandbox/actors/blocking_files.hpp"
+#include "sandbox/client/blocking_files.hpp"
 
 #include <utility>
 
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "blocking_ask.hpp"
-#include "sandbox/actors/blocking_session.hpp"
+#include "client/blocking_ask.hpp"
+#include "sandbox/client/blocking_session.hpp"
 
 namespace sandbox::actors {
 

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "blocking_ask.hpp"
-#include "remote_detail.hpp"
+#include "client/blocking_ask.hpp"
+#include "remote/remote_detail.hpp"
 #include "sandbox/actors/remote.hpp"
 
 namespace sandbox::actors {

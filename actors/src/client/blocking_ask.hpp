@@ -13,9 +13,9 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "remote_detail.hpp"
-#include "sandbox/actors/blocking_session.hpp"
+#include "remote/remote_detail.hpp"
 #include "sandbox/actors/remote.hpp"
+#include "sandbox/client/blocking_session.hpp"
 #include "sandbox/detail/tsan.hpp"
 
 namespace sandbox::actors::detail {
