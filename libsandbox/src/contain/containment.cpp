@@ -282,6 +282,7 @@ void containment::watch(unique_fd listener, uint64_t exec,
   auto policy = std::make_shared<watch_policy>();
   policy->writable = writable_directories();
   policy->execution = exec;
+  policy->scoped_signals = host_isolation().landlock_abi >= 6;
   watch_syscalls(reactor_, std::move(listener), std::move(policy),
                  [reg = registry_, to = std::move(receiver)](violation v) {
                    reg->deliver(&to, std::move(v));

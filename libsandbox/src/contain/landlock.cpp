@@ -17,12 +17,25 @@
 #  define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
 #endif
 
+// Linux 6.12 (Landlock ABI 6): a domain's processes may signal only
+// processes of the same domain or nested ones. Debian 12's headers predate
+// it, and their `landlock_ruleset_attr` ends before `handled_access_net`
+// (ABI 4) and `scoped` (ABI 6): the kernel's layout, for the sizes it takes.
+#ifndef LANDLOCK_SCOPE_SIGNAL
+#  define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+
 namespace sandbox::detail {
 
 namespace {
 
-long landlock_create(const landlock_ruleset_attr* attr, size_t size,
-                     uint32_t flags) {
+struct ruleset_attr_v6 {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+
+long landlock_create(const void* attr, size_t size, uint32_t flags) {
   return ::syscall(SYS_landlock_create_ruleset, attr, size, flags);
 }
 
@@ -80,9 +93,18 @@ result<void> add_rule(int ruleset, int root, const std::string& path,
 /// private /tmp and /dev/shm and the harmless devices.
 result<unique_fd> make_ruleset(pid_t init, const containment_spec& spec,
                                int abi) {
-  landlock_ruleset_attr attr{};
+  // From ABI 6 on, signals are scoped too: a command cannot signal the
+  // node's children before their exec (which would hold the launching
+  // thread: a stopped vfork child), the init, nor another execution's
+  // processes (reliability A5). The node signals from outside, unscoped.
+  ruleset_attr_v6 attr{};
   attr.handled_access_fs = handled_access(abi);
-  long fd = landlock_create(&attr, sizeof(attr.handled_access_fs), 0);
+  size_t size = sizeof(attr.handled_access_fs);
+  if (abi >= 6) {
+    attr.scoped = LANDLOCK_SCOPE_SIGNAL;
+    size = sizeof(attr);
+  }
+  long fd = landlock_create(&attr, size, 0);
   if (fd < 0)
     return error{errc::unsupported, fmt::format("landlock_create_ruleset: {}",
                                                 std::strerror(errno))};

@@ -452,17 +452,51 @@ std::optional<violation> judge_connect(const seccomp_notif& n,
   return violation{violation_kind::connect_denied, policy.execution, dest};
 }
 
+/// The cgroups of a process as the node sees them (`/proc/PID/cgroup`);
+/// empty when unreadable.
+std::string cgroups_of(const std::string& proc_path) {
+  unique_fd fd{::open(proc_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd)
+    return {};
+  std::array<char, 1024> buf;
+  auto n = ::read(fd.get(), buf.data(), buf.size());
+  return n > 0 ? std::string{buf.data(), static_cast<size_t>(n)}
+               : std::string{};
+}
+
+/// Whether the signal call `call` aims at a process Landlock's signal
+/// scope refuses it: one of another cgroup than the caller's (each
+/// execution has its own; the init and a child before its exec are in
+/// others), read through the session's /proc.
+bool out_of_scope(const seccomp_notif& n, const pid_call& call, pid_t target) {
+  if (call.nr == SYS_pidfd_open || call.nr == SYS_process_vm_readv
+      || call.nr == SYS_process_vm_writev || call.nr == SYS_ptrace)
+    return false;
+  auto mine = cgroups_of(fmt::format("/proc/{}/cgroup", n.pid));
+  auto theirs
+    = cgroups_of(fmt::format("/proc/{}/root/proc/{}/cgroup", n.pid, target));
+  return !mine.empty() && !theirs.empty() && mine != theirs;
+}
+
 /// A call naming a pid that is no process (nor thread) of the caller's PID
 /// namespace: its /proc, the session's own, has no such entry. The kernel
-/// refuses it (ESRCH); the report says what was aimed at. A pid of 0 or
-/// below (itself, a process group, every process) is not judged.
+/// refuses it (ESRCH); the report says what was aimed at. With scoped
+/// signals, a signal to a process of the session outside the caller's
+/// execution is refused (EPERM) and reported too. A pid of 0 or below
+/// (itself, a process group, every process) is not judged.
 std::optional<violation> judge_pid(const seccomp_notif& n, const pid_call& call,
                                    const watch_policy& policy) {
   auto target
     = static_cast<pid_t>(static_cast<int32_t>(n.data.args[call.pid_arg]));
-  if (target <= 0
-      || exists_for(static_cast<pid_t>(n.pid), fmt::format("/proc/{}", target)))
+  if (target <= 0)
     return std::nullopt;
+  if (exists_for(static_cast<pid_t>(n.pid), fmt::format("/proc/{}", target))) {
+    if (policy.scoped_signals && out_of_scope(n, call, target))
+      return violation{violation_kind::signal_denied, policy.execution,
+                       fmt::format("{} {} (not a process of this execution)",
+                                   call.name, target)};
+    return std::nullopt;
+  }
   // Any error but ENOENT (EACCES, ...) says nothing about the target. A
   // caller that is gone is not reported: its notification is no longer
   // valid.

@@ -22,6 +22,10 @@ struct watch_policy {
   std::vector<std::string> writable;
   /// Tagged onto every violation.
   uint64_t execution = 0;
+  /// Landlock scopes the command's signals (ABI 6): a signal to a process
+  /// of another execution's cgroup (another execution, the init, a child
+  /// not yet executed) is refused, and reported.
+  bool scoped_signals = false;
 };
 
 /// The seccomp filter every command of a contained session installs (with

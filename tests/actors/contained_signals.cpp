@@ -1,0 +1,158 @@
+#define CAF_SUITE actors.contained_signals
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+// Signals of a contained command (docs/security.md, "Signals"): with
+// Landlock's signal scope (ABI 6) a command signals only the processes of
+// its own execution. Another execution's, the init and a child the node
+// launches but has not executed yet are refused, and the refusal reported:
+// a command can no longer stop the node's launching thread by stopping a
+// child between its clone and its exec (reliability A5).
+
+#include <fstream>
+
+#include "fixture.hpp"
+#include "helpers/can_contain.hpp"
+#include "sandbox/client/embedded_node.hpp"
+#include "sandbox/contain/isolation.hpp"
+
+using sandbox::isolation_mode;
+using sandbox::violation_kind;
+using sandbox::actors::blocking_session;
+using sandbox::actors::session_config;
+using sandbox::test::host_can_contain;
+
+namespace {
+
+bool has_detail(const std::vector<sandbox::violation>& v, violation_kind kind,
+                const std::string& part) {
+  for (auto& x : v)
+    if (x.kind == kind && x.detail.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
+/// Whether this host scopes signals (Landlock ABI 6); says why not.
+bool host_scopes_signals() {
+  if (!host_can_contain())
+    return false;
+  auto abi = sandbox::host_isolation().landlock_abi;
+  if (abi < 6) {
+    CAF_MESSAGE("skipped: Landlock ABI " << abi << " has no signal scope (6)");
+    return false;
+  }
+  return true;
+}
+
+struct fixture {
+  sandbox::test::temp_dir dir;
+  std::unique_ptr<sandbox::actors::embedded_node> node;
+  std::optional<blocking_session> s;
+
+  fixture() {
+    auto cfg = sandbox::test::node_fixture::config();
+    cfg.isolation = isolation_mode::contained;
+    if (!sandbox::host_isolation().missing().empty())
+      return;
+    node = std::make_unique<sandbox::actors::embedded_node>(cfg);
+    session_config sc;
+    sc.working_directory = dir.path + "/work";
+    sc.home_directory = dir.path + "/home";
+    auto made = blocking_session::create(*node, sc);
+    if (!made)
+      throw std::runtime_error(made.error().message);
+    s.emplace(std::move(*made));
+  }
+
+  ~fixture() {
+    if (s)
+      (void) s->stop();
+  }
+
+  sandbox::exec_result run(const std::string& cmd) {
+    auto r = s->execute(cmd, {});
+    if (!r)
+      throw std::runtime_error(r.error().message);
+    return std::move(*r);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(contained_signals_tests, fixture)
+
+CAF_TEST(a process of another execution cannot be stopped and it is reported) {
+  if (!host_scopes_signals())
+    return;
+  // Execution 1 leaves a process behind; execution 2 aims at it.
+  auto bg = run("sleep 300 > /dev/null 2>&1 & echo $!");
+  CAF_REQUIRE_EQUAL(bg.exit_code, 0);
+  auto pid = bg.stdout_data.substr(0, bg.stdout_data.find('\n'));
+  auto r = run("kill -STOP " + pid + "; echo $?");
+  CAF_CHECK_EQUAL(r.stdout_data, "1\n");
+  CAF_CHECK(has_detail(r.violations, violation_kind::signal_denied,
+                       "kill " + pid + " (not a process of this execution)"));
+  // The process still runs, and was not stopped.
+  auto state = run("cat /proc/" + pid + "/stat");
+  CAF_CHECK(state.stdout_data.find(") S ") != std::string::npos);
+  // Its own execution's processes: signalled, nothing reported.
+  auto own = run("sleep 30 & p=$!; kill -STOP $p; kill -KILL $p; wait $p; "
+                 "echo $?");
+  CAF_CHECK_EQUAL(own.stdout_data, "137\n");
+  CAF_CHECK(own.violations.empty());
+}
+
+CAF_TEST(the init cannot be signalled and it is reported) {
+  if (!host_scopes_signals())
+    return;
+  auto r = run("kill -STOP 1; echo $?");
+  CAF_CHECK_EQUAL(r.stdout_data, "1\n");
+  CAF_CHECK(has_detail(r.violations, violation_kind::signal_denied,
+                       "kill 1 (not a process of this execution)"));
+}
+
+CAF_TEST(a process stopping every new pid holds no launch) {
+  if (!host_scopes_signals())
+    return;
+  // The attack of reliability A5: a process of the session stops every
+  // process that appears in its PID namespace, a child between its clone
+  // and its exec among them. It counts the refusals.
+  std::ofstream{dir.path + "/work/stopper.py"} << R"(
+import os, signal, sys
+me = os.getpid()
+seen = set(os.listdir('/proc'))
+refused = 0
+try:
+    os.kill(1, signal.SIGSTOP)
+except PermissionError:
+    refused += 1
+while not os.path.exists('done'):
+    for p in os.listdir('/proc'):
+        if p.isdigit() and p not in seen and int(p) != me:
+            seen.add(p)
+            try:
+                os.kill(int(p), signal.SIGSTOP)
+            except PermissionError:
+                refused += 1
+            except ProcessLookupError:
+                pass
+with open('refused', 'w') as f:
+    f.write(str(refused))
+)";
+  auto start = run("python3 stopper.py > /dev/null 2>&1 &");
+  CAF_REQUIRE_EQUAL(start.exit_code, 0);
+  // Every launch completes (before the scope, one of them hung for good).
+  for (int i = 0; i < 20; ++i) {
+    auto r = run("echo " + std::to_string(i));
+    CAF_CHECK_EQUAL(r.stdout_data, std::to_string(i) + "\n");
+  }
+  auto done = run("touch done; while [ ! -e refused ]; do sleep 0.05; done; "
+                  "cat refused");
+  CAF_CHECK_NOT_EQUAL(done.stdout_data, "0");
+  auto seen = s->violations();
+  SANDBOX_REQUIRE_OK(seen);
+  CAF_CHECK(has_detail(*seen, violation_kind::signal_denied,
+                       "(not a process of this execution)"));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
