@@ -473,9 +473,14 @@ result<started_init> start_init(const containment_spec& spec) {
   alignas(64) char stack[init_stack_size];
   int pidfd = -1;
   clone_args_v2 args;
+  // A cgroup namespace of its own, rooted at the init's cgroup: a command
+  // sees its cgroup relative to it (`0::/`, `0::/../e-1`), not the host's
+  // path with the node's pid and other sessions' ids. The node, in its own
+  // namespace, still reads the full paths in /proc/<pid>/cgroup.
   args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWUSER
                | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
-               | CLONE_NEWNET | (cgroup ? clone_into_cgroup : 0);
+               | CLONE_NEWNET | CLONE_NEWCGROUP
+               | (cgroup ? clone_into_cgroup : 0);
   args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
   // No SIGCHLD to the node: a host's waitpid(-1) never sees the init.
   args.exit_signal = 0;
@@ -489,8 +494,8 @@ result<started_init> start_init(const containment_spec& spec) {
   }
   if (pid < 0)
     return error{errc::unsupported,
-                 fmt::format("clone with new user, PID, mount, IPC, UTS and "
-                             "network namespaces: {}",
+                 fmt::format("clone with new user, PID, mount, IPC, UTS, "
+                             "network and cgroup namespaces: {}",
                              std::strerror(static_cast<int>(-pid)))};
   started_init out;
   out.pid = static_cast<pid_t>(pid);
