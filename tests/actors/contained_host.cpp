@@ -4,12 +4,13 @@
 
 // The back-channels from a contained command to the host that no file or
 // network rule covers (docs/security.md): the terminal of whoever started
-// the node, ioctls that type into a terminal, io_uring (whose operations no
-// seccomp filter sees), unix sockets bound outside, the node's environment
-// and its cgroup path. Each attempt must fail from inside, and each refusal
-// be reported. Skipped, with the reason, only where the host cannot give
-// contained sessions.
+// the node and the host's other terminals, ioctls that type into a
+// terminal, io_uring (whose operations no seccomp filter sees), unix
+// sockets bound outside, the node's environment and its cgroup path. Each
+// attempt must fail from inside, and each refusal be reported. Skipped,
+// with the reason, only where the host cannot give contained sessions.
 
+#include <pty.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,6 +171,30 @@ CAF_TEST(typing into a terminal is refused and reported) {
   SANDBOX_REQUIRE_OK(seen);
   CAF_CHECK_GREATER_OR_EQUAL(
     count(*seen, violation_kind::syscall_denied, "ioctl TIOCSTI"), 1u);
+  (void) s.stop();
+}
+
+CAF_TEST(a terminal of the host is not in the session view) {
+  if (!host_can_contain())
+    return;
+  // A terminal of the test's, as the one a CLI runs in: readable by the
+  // node's user, so by a command that could name it.
+  int master = -1;
+  int slave = -1;
+  CAF_REQUIRE_EQUAL(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  std::string name = ::ttyname(slave);
+  auto s = make_session();
+  auto r = run(s, python("import errno, os, sys\n"
+                         "try:\n"
+                         "    os.open(sys.argv[1], os.O_RDONLY | os.O_NOCTTY)\n"
+                         "    print('opened')\n"
+                         "except OSError as e:\n"
+                         "    print(errno.errorcode[e.errno])\n",
+                         name));
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_EQUAL(r.stdout_data, "ENOENT\n");
+  ::close(master);
+  ::close(slave);
   (void) s.stop();
 }
 

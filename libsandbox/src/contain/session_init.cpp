@@ -107,6 +107,7 @@ enum init_stage : int {
   init_mkdir,
   init_move_mount,
   init_proc,
+  init_devpts,
   init_loopback,
   init_hostname,
   init_stdio,
@@ -135,6 +136,8 @@ const char* init_stage_name(int stage) {
       return "cannot mount a kept directory";
     case init_proc:
       return "cannot mount proc";
+    case init_devpts:
+      return "cannot mount a devpts of its own on /dev/pts";
     case init_loopback:
       return "cannot bring up the loopback interface";
     case init_hostname:
@@ -307,6 +310,19 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
                      MS_NOSUID | MS_NODEV | MS_NOEXEC, 0))
       < 0) {
     stage = init_proc;
+    goto fail;
+  }
+  // A devpts instance of its own on /dev/pts: the host's terminals (the
+  // one the CLI runs in, which a command could otherwise open and read)
+  // are not in the view, and /dev/ptmx, which opens the devpts beside it,
+  // makes terminals of this instance only.
+  if ((r = child_sys(SYS_mount, reinterpret_cast<long>("devpts"),
+                     reinterpret_cast<long>("/dev/pts"),
+                     reinterpret_cast<long>("devpts"), MS_NOSUID | MS_NOEXEC,
+                     reinterpret_cast<long>("newinstance,ptmxmode=0666,"
+                                            "mode=0620")))
+      < 0) {
+    stage = init_devpts;
     goto fail;
   }
   if ((r = bring_up_loopback()) < 0) {
