@@ -86,8 +86,8 @@ struct refused_ioctl {
 };
 
 /// Terminal requests that reach past the command: TIOCSTI pushes bytes
-/// into a terminal's input as if typed (a terminal the command still
-/// holds, the caller's), TIOCLINUX reads and drives the console.
+/// into a terminal's input as if typed (a shell reading that terminal
+/// runs them), TIOCLINUX reads and drives the console.
 constexpr std::array<refused_ioctl, 2> refused_ioctls = {{
   {TIOCSTI, "ioctl TIOCSTI"},
   {TIOCLINUX, "ioctl TIOCLINUX"},
