@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "sandbox/uuid.hpp"
+
 namespace sandbox::mcp {
 
 namespace {
@@ -65,6 +67,7 @@ call_pool::call_pool(tool_provider& tools, jsonrpc::output& out,
     out_(out),
     cfg_(cfg),
     version_(std::move(version)),
+    key_prefix_("mcp-" + make_uuid_v4()),
     workers_(cfg.workers == 0 ? 1 : cfg.workers),
     progress_timer_(ticker_.get_executor()),
     retry_timer_(ticker_.get_executor()) {
@@ -85,7 +88,7 @@ call_pool::queued call_pool::start(call_ptr c) {
       return queued::stopping;
     if (!calls_.emplace(jsonrpc::dump(c->id), c).second)
       return queued::id_in_use;
-    c->key = fmt::format("mcp-{}", ++next_key_);
+    c->key = fmt::format("{}-{}", key_prefix_, ++next_key_);
   }
   boost::asio::post(workers_, [this, c] { run(c); });
   return queued::yes;

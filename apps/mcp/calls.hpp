@@ -92,6 +92,9 @@ private:
   bool stopping_ = false;
   /// Calls that wait or run, by their id's JSON text (1 and "1" differ).
   std::map<std::string, call_ptr> calls_;
+  /// Cancel keys are `mcp-<uuid of this pool>-<n>`: unique among the MCP
+  /// servers (and CLIs) that use one session at the same time.
+  std::string key_prefix_;
   uint64_t next_key_ = 0;
 
   boost::asio::thread_pool workers_;

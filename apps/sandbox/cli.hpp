@@ -18,6 +18,7 @@
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/client/blocking_session.hpp"
 #include "sandbox/client/embedded_node.hpp"
+#include "sandbox/uuid.hpp"
 
 namespace sandbox::cli {
 
@@ -52,8 +53,13 @@ constexpr int exit_usage = 2;
 /// stdout or stderr was a pipe whose reader went away (128 + SIGPIPE).
 constexpr int exit_broken_pipe = 141;
 
-/// The cancel key of the one command a CLI process runs.
-constexpr const char* cli_cancel_key = "cli";
+/// The cancel key of the one command a CLI process runs: `cli-<uuid>`,
+/// made once per process, so that CLIs running in one session at the same
+/// time never claim the same key.
+inline const std::string& cli_cancel_key() {
+  static const std::string key = "cli-" + make_uuid_v4();
+  return key;
+}
 
 /// The global options' help, shown below every subcommand's own.
 extern const char* const global_options_footer;

@@ -59,7 +59,7 @@ result<exec_options> to_options(const exec_flags& f) {
       return kv.error();
     opts.env[kv->first] = kv->second;
   }
-  opts.cancel_key = cli_cancel_key;
+  opts.cancel_key = cli_cancel_key();
   return opts;
 }
 
@@ -70,7 +70,7 @@ int stream_and_exit(
   const global_options& g, actors::blocking_session& s,
   const std::function<result<exec_result>(const actors::chunk_callback&)>&
     start) {
-  interrupt_guard guard{[&s] { (void) s.cancel(cli_cancel_key); }};
+  interrupt_guard guard{[&s] { (void) s.cancel(cli_cancel_key()); }};
   // Interrupted before the guard: nothing is started.
   if (interrupted_by() != 0)
     return exit_error;
@@ -89,7 +89,7 @@ int stream_and_exit(
     }
     if (!ok && !cancelled) {
       cancelled = true;
-      (void) s.cancel(cli_cancel_key);
+      (void) s.cancel(cli_cancel_key());
     }
   });
   if (!r)

@@ -129,8 +129,10 @@ CAF_TEST(S4 env precedence is node then HOME then session then call) {
   SANDBOX_REQUIRE_OK(r);
   auto info = s->info();
   SANDBOX_REQUIRE_OK(info);
-  CAF_CHECK_EQUAL(r->stdout_data,
-                  "node " + info->home_directory + " s call c\n");
+  // A contained session's base is a fixed set, not the node's environment
+  // (§4): the node's variable is not there.
+  auto node = sandbox::test::contained_run() ? "" : "node ";
+  CAF_CHECK_EQUAL(r->stdout_data, node + info->home_directory + " s call c\n");
   opts.env = {{"HOME", "/call/home"}};
   r = s->execute("echo $HOME", opts);
   SANDBOX_REQUIRE_OK(r);

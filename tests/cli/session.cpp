@@ -2,7 +2,12 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
+#include <sys/stat.h>
+
+#include <optional>
+
 #include "cli_fixture.hpp"
+#include "helpers/serve_process.hpp"
 
 using sandbox::test::json_lines;
 using sandbox::test::sandbox_cli;
@@ -136,4 +141,34 @@ CAF_TEST(session list on the embedded node lists nothing) {
 
 CAF_TEST(session without a subcommand is a usage error) {
   CAF_CHECK_EQUAL(sandbox_cli("session", true).status, 2);
+}
+
+CAF_TEST(two CLIs run in one session at the same time) {
+  // Each command waits for the other: the first reads a FIFO the second
+  // writes, so both run at once whichever starts first. Each CLI's cancel
+  // key is its own; a shared one would refuse the second with "already
+  // used" (--timeout only bounds a failure, it is no assertion).
+  // A node of its own, or the suite's in remote mode (the stand-in CLI
+  // names it).
+  std::optional<sandbox::test::serve_process> own;
+  std::string node_arg;
+  if (sandbox::test::suite_node() == nullptr)
+    node_arg = "--node " + own.emplace().address;
+  sandbox::test::temp_dir dir;
+  auto created = sandbox_cli(node_arg + " --json session create --workdir '"
+                             + dir.path + "'");
+  CAF_REQUIRE_EQUAL(created.status, 0);
+  auto id = json_lines(created.out).at(0)["id"].get<std::string>();
+  auto wd
+    = json_lines(created.out).at(0)["working_directory"].get<std::string>();
+  CAF_REQUIRE_EQUAL(::mkfifo((wd + "/gate").c_str(), 0600), 0);
+  auto cli = sandbox::test::cli_path() + " " + node_arg + " --session " + id
+             + " run --timeout 60 -- ";
+  auto r = sandbox::test::run_shell(
+    cli + "'cat gate' > '" + dir.at("first") + "' 2>&1 & first=$!; " + cli
+    + "'echo second; echo first > gate' 2>&1; echo \"second: $?\"; "
+      "wait $first; echo \"first: $?\"; cat '"
+    + dir.at("first") + "'");
+  CAF_CHECK_EQUAL(r.out, "second\nsecond: 0\nfirst: 0\nfirst\n");
+  CAF_CHECK_EQUAL(sandbox_cli(node_arg + " session stop " + id).status, 0);
 }

@@ -146,12 +146,12 @@ CAF_TEST(both launch paths put the command in every namespace of the session) {
     auto s = contained_session::start(spec());
     CAF_REQUIRE(s);
     std::string expected = "2\n";
-    for (const char* ns : {"user", "mnt", "ipc", "uts", "net", "pid"})
+    for (const char* ns : {"user", "mnt", "ipc", "uts", "net", "pid", "cgroup"})
       expected
         += own_ns("/proc/" + std::to_string((*s)->init_pid()) + "/ns/" + ns)
            + "\n";
     auto r = run_in(**s, wd.path,
-                    "echo $$; for n in user mnt ipc uts net pid; do "
+                    "echo $$; for n in user mnt ipc uts net pid cgroup; do "
                     "readlink /proc/self/ns/$n; done; "
                     "echo x > "
                       + outside.path + "/escaped");

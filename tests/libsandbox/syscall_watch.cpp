@@ -8,20 +8,28 @@
 // notify, an open only when its flags write, and any call runs only a few
 // instructions. Then the kernel runs it: a forked child under the filter
 // makes calls of the other ABIs, and the watcher reports them as it
-// reports their x86-64 twins.
+// reports their x86-64 twins; it types into its terminal and sets up an
+// io_uring, both refused with EPERM and reported, and binds unix sockets,
+// the one outside reported as a write.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/io_uring.h>
 #include <linux/net.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include <cstddef>
 #include <cstring>
@@ -111,13 +119,16 @@ const std::set<long> x86_64_watched = {
   SYS_connect, SYS_creat, SYS_mkdir, SYS_mkdirat, SYS_unlink, SYS_unlinkat,
   SYS_rmdir, SYS_rename, SYS_renameat, SYS_renameat2, SYS_link, SYS_linkat,
   SYS_symlink, SYS_symlinkat, SYS_mknod, SYS_mknodat, SYS_truncate, SYS_openat2,
+  SYS_bind,
+  // Refused by the node.
+  SYS_io_uring_setup,
   // They name a process by its pid (ptrace below: only to attach).
   SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
   SYS_pidfd_open, SYS_process_vm_readv, SYS_process_vm_writev};
 
 /// The same calls of i386 (asm/unistd_32.h), with truncate64 and the
-/// direct connect; socketcall, open, openat and ptrace notify only for
-/// some arguments.
+/// direct connect and bind; socketcall, open, openat, ptrace and ioctl
+/// notify only for some arguments.
 const std::set<long> i386_watched = {362 /* connect */,
                                      8 /* creat */,
                                      39 /* mkdir */,
@@ -137,6 +148,8 @@ const std::set<long> i386_watched = {362 /* connect */,
                                      92 /* truncate */,
                                      193 /* truncate64 */,
                                      437 /* openat2 */,
+                                     361 /* bind */,
+                                     425 /* io_uring_setup */,
                                      37 /* kill */,
                                      238 /* tkill */,
                                      270 /* tgkill */,
@@ -226,15 +239,35 @@ CAF_TEST(a ptrace notifies only when it attaches) {
   }
 }
 
-CAF_TEST(an i386 socketcall notifies only when it connects) {
+CAF_TEST(an i386 socketcall notifies only when it connects or binds) {
   auto socketcall = [](uint64_t which) {
     auto d = i386(102);
     d.args[0] = which;
     return d;
   };
-  CAF_CHECK_EQUAL(action(socketcall(SYS_CONNECT)), SECCOMP_RET_USER_NOTIF);
-  for (uint64_t which : {SYS_SOCKET, SYS_BIND, SYS_SENDTO, SYS_RECVMSG})
+  for (uint64_t which : {SYS_CONNECT, SYS_BIND})
+    CAF_CHECK_EQUAL(action(socketcall(which)), SECCOMP_RET_USER_NOTIF);
+  for (uint64_t which : {SYS_SOCKET, SYS_LISTEN, SYS_SENDTO, SYS_RECVMSG})
     CAF_CHECK_EQUAL(action(socketcall(which)), SECCOMP_RET_ALLOW);
+}
+
+CAF_TEST(an ioctl notifies only when it types into or drives a terminal) {
+  // ioctl is 16 on x86-64, 54 on i386, 514 (its compat entry) on x32.
+  for (auto d : {call(SYS_ioctl), i386(54), x32(514)}) {
+    for (uint64_t request : {TIOCSTI, TIOCLINUX}) {
+      d.args[1] = request;
+      CAF_CHECK_EQUAL(action(d), SECCOMP_RET_USER_NOTIF);
+      // The kernel reads the request as 32 bits: upper bits hide nothing.
+      d.args[1] = request | (uint64_t{1} << 32);
+      CAF_CHECK_EQUAL(action(d), SECCOMP_RET_USER_NOTIF);
+    }
+    // What programs ask of their terminals every day runs unwatched.
+    for (uint64_t request : {TCGETS, TCSETS, TIOCGWINSZ, TIOCSWINSZ, FIONREAD,
+                             TIOCSCTTY, TIOCGPGRP}) {
+      d.args[1] = request;
+      CAF_CHECK_EQUAL(action(d), SECCOMP_RET_ALLOW);
+    }
+  }
 }
 
 CAF_TEST(another architecture passes unwatched and is not killed) {
@@ -396,6 +429,118 @@ CAF_TEST(i386 calls are reported as their x86 - 64 twins) {
   });
   CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   check(seen);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+/// Whether `v` holds a violation of `kind` with exactly `detail`.
+bool has(const std::vector<sandbox::violation>& v, sandbox::violation_kind kind,
+         const std::string& detail) {
+  for (auto& x : v)
+    if (x.kind == kind && x.detail == detail && x.execution == 7)
+      return true;
+  return false;
+}
+
+/// A terminal of the test's, raw (typed bytes are readable at once).
+struct test_pty {
+  int master = -1;
+  int slave = -1;
+  test_pty() {
+    termios raw{};
+    ::cfmakeraw(&raw);
+    if (::openpty(&master, &slave, nullptr, &raw, nullptr) != 0)
+      CAF_FAIL("openpty: " << std::strerror(errno));
+  }
+  /// Whether anything was typed into it.
+  bool typed() const {
+    pollfd p{slave, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+  ~test_pty() {
+    ::close(master);
+    ::close(slave);
+  }
+};
+
+} // namespace
+
+CAF_TEST(typing into a terminal is refused and reported) {
+  test_pty tty;
+  // The child makes the terminal its controlling one, the case the kernel
+  // lets TIOCSTI through for (dev.tty.legacy_tiocsti), then types a byte
+  // into it, with the request's upper bits set too, and drives the
+  // console. Each fails with EPERM: the exit status counts those that did.
+  auto [status, seen] = watched_child("/nonexistent", [&] {
+    char c = 'x';
+    char subcode = 0; // TIOCL_*: whatever it is, it never runs
+    int refused = 0;
+    if (::setsid() < 0 || ::ioctl(tty.slave, TIOCSCTTY, 0) != 0)
+      return 100;
+    refused += ::syscall(SYS_ioctl, tty.slave, TIOCSTI, &c) == -1
+               && errno == EPERM;
+    refused += ::syscall(SYS_ioctl, tty.slave,
+                         static_cast<unsigned long>(TIOCSTI) | (1ul << 32), &c)
+                 == -1
+               && errno == EPERM;
+    refused += ::syscall(SYS_ioctl, tty.slave, TIOCLINUX, &subcode) == -1
+               && errno == EPERM;
+    return refused;
+  });
+  CAF_REQUIRE(WIFEXITED(status));
+  CAF_CHECK_EQUAL(WEXITSTATUS(status), 3);
+  CAF_CHECK(!tty.typed());
+  CAF_CHECK_EQUAL(seen.size(), 3u);
+  CAF_CHECK(
+    has(seen, sandbox::violation_kind::syscall_denied, "ioctl TIOCSTI"));
+  CAF_CHECK(
+    has(seen, sandbox::violation_kind::syscall_denied, "ioctl TIOCLINUX"));
+}
+
+CAF_TEST(an io_uring is refused and reported) {
+  auto [status, seen] = watched_child("/nonexistent", [] {
+    io_uring_params params{};
+    long fd = ::syscall(SYS_io_uring_setup, 4, &params);
+    return fd == -1 && errno == EPERM ? 0 : 1;
+  });
+  CAF_REQUIRE(WIFEXITED(status));
+  CAF_CHECK_EQUAL(WEXITSTATUS(status), 0);
+  CAF_REQUIRE_EQUAL(seen.size(), 1u);
+  CAF_CHECK(
+    has(seen, sandbox::violation_kind::syscall_denied, "io_uring_setup"));
+}
+
+CAF_TEST_FIXTURE_SCOPE(bind_tests, abi_fixture)
+
+CAF_TEST(a unix socket bound outside is reported as a write) {
+  auto address = [](const std::string& path) {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, path.data(), path.size());
+    return a;
+  };
+  auto in = address(inside + "/s.sock");
+  auto out = address(outside + "/s.sock");
+  // An abstract address makes no file.
+  auto abstract = address(std::string{"\0sandbox-test-abstract", 23});
+  auto [status, seen] = watched_child(inside, [&] {
+    for (auto* a : {&in, &abstract, &out}) {
+      int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      // No Landlock here: each bind succeeds, only the watch judges it.
+      if (s < 0
+          || ::bind(s, reinterpret_cast<sockaddr*>(a), sizeof(sockaddr_un))
+               != 0)
+        return 1;
+    }
+    return 0;
+  });
+  CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CAF_REQUIRE_EQUAL(seen.size(), 1u);
+  CAF_CHECK(seen[0].kind == sandbox::violation_kind::write_denied);
+  CAF_CHECK_EQUAL(seen[0].detail, outside + "/s.sock");
+  CAF_CHECK_EQUAL(seen[0].execution, 7u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

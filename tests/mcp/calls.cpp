@@ -135,6 +135,29 @@ CAF_TEST(a call without a progress token reports nothing) {
   }
 }
 
+CAF_TEST(two servers never give their calls the same cancel key) {
+  // Two MCP servers of one session (each its own process in use): a
+  // key numbered from 1 in both would make the second's first call
+  // refused by the session ("already used").
+  fixture a;
+  fixture b;
+  for (auto* f : {&a, &b}) {
+    f->initialize();
+    for (int id = 1; id <= 2; ++id) {
+      f->send(f->call(id, "echo", {{"text", "x"}}));
+      CAF_CHECK_EQUAL(f->out.next()["id"], id);
+    }
+  }
+  auto keys = a.tools.keys();
+  auto more = b.tools.keys();
+  keys.insert(keys.end(), more.begin(), more.end());
+  CAF_REQUIRE_EQUAL(keys.size(), 4u);
+  std::set<std::string> distinct{keys.begin(), keys.end()};
+  CAF_CHECK_EQUAL(distinct.size(), 4u);
+  for (auto& k : keys)
+    CAF_CHECK_EQUAL(k.compare(0, 4, "mcp-"), 0);
+}
+
 CAF_TEST(a cancelled call ends its command and answers nothing) {
   fixture f;
   f.initialize();

@@ -58,6 +58,7 @@ public:
     {
       std::lock_guard<std::mutex> guard{mtx_};
       called_.push_back(name);
+      keys_.push_back(ctx.cancel_key);
     }
     cv_.notify_all();
     if (name == "echo") {
@@ -143,10 +144,17 @@ public:
     return called_;
   }
 
+  /// The cancel key of each call, in the order of `called`.
+  std::vector<std::string> keys() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return keys_;
+  }
+
 private:
   std::mutex mtx_;
   std::condition_variable cv_;
   std::vector<std::string> called_;
+  std::vector<std::string> keys_;
   std::set<std::string> live_;
   std::set<std::string> cancelled_;
   int started_ = 0;

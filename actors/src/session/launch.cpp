@@ -1,11 +1,52 @@
 #include "session/state.hpp"
 
+#include <iterator>
+
 namespace sandbox::actors::session_detail {
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized_build = true;
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool sanitized_build = true;
+#  else
+constexpr bool sanitized_build = false;
+#  endif
+#else
+constexpr bool sanitized_build = false;
+#endif
+
+} // namespace
+
+/// The base environment of a contained session's commands (§4): a fixed
+/// set, never the node's own variables (its credentials, its paths).
+env_map contained_base_env(const env_map& node) {
+  env_map env;
+  auto path = node.find("PATH");
+  env["PATH"] = path != node.end() && !path->second.empty()
+                  ? path->second
+                  : "/usr/local/bin:/usr/bin:/bin";
+  // The session's private /tmp, whatever the node's TMPDIR names.
+  env["TMPDIR"] = "/tmp";
+  // A node built with a sanitizer passes its options on, so that the
+  // instrumented programs it runs (the test helpers) report as it does.
+  static constexpr const char* passed[]
+    = {"LANG", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"};
+  constexpr size_t count = sanitized_build ? std::size(passed) : 1;
+  for (size_t k = 0; k < count; ++k)
+    if (auto i = node.find(passed[k]); i != node.end())
+      env.insert(*i);
+  return env;
+}
 
 const std::shared_ptr<const std::vector<std::string>>&
 session_env_block(session_state& st) {
   if (!st.env_block) {
-    env_map env = st.p.rt->base_env();
+    env_map env = st.p.isolation == isolation_mode::contained
+                    ? contained_base_env(st.p.rt->base_env())
+                    : st.p.rt->base_env();
     env["HOME"] = st.p.home_directory;
     for (auto& [k, v] : st.p.env)
       env[k] = v;

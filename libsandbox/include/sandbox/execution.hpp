@@ -87,10 +87,15 @@ enum class violation_kind : uint8_t {
   /// A signal, ptrace or pidfd aimed at a pid that is no process of the
   /// session (a host process, which it cannot name, or one already reaped).
   signal_denied,
+  /// A system call a contained session refuses outright (EPERM): a terminal
+  /// ioctl that injects input or reads the console (TIOCSTI, TIOCLINUX),
+  /// `io_uring_setup`.
+  syscall_denied,
 };
 
 /// "none", "write_denied", "read_denied", "connect_denied", "memory_limit",
-/// "process_limit", "cpu_limit", "file_size_limit" or "signal_denied".
+/// "process_limit", "cpu_limit", "file_size_limit", "signal_denied" or
+/// "syscall_denied".
 std::string_view to_string(violation_kind x) noexcept;
 
 /// One violation, tagged with the execution that caused it.

@@ -61,7 +61,8 @@ SANDBOX_CHILD_FN int enter_session(child_plan* p) {
   int stage = stage_none;
   long r = join_session(p,
                         CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS
-                          | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET,
+                          | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+                          | CLONE_NEWCGROUP,
                         stage);
   if (r < 0) {
     p->err = static_cast<int>(-r);

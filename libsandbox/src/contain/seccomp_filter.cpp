@@ -6,6 +6,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -48,8 +49,9 @@ struct named_call {
 };
 
 /// System calls that always notify besides those of `pid_calls`: they
-/// connect, or they write a path. `truncate64` exists on i386 only.
-constexpr std::array<named_call, 19> always_watched = {{
+/// connect, or they write a path (`bind` of a unix socket makes a file).
+/// `truncate64` exists on i386 only.
+constexpr std::array<named_call, 20> always_watched = {{
   {"connect", SYS_connect},   {"creat", SYS_creat},
   {"mkdir", SYS_mkdir},       {"mkdirat", SYS_mkdirat},
   {"unlink", SYS_unlink},     {"unlinkat", SYS_unlinkat},
@@ -59,14 +61,36 @@ constexpr std::array<named_call, 19> always_watched = {{
   {"symlink", SYS_symlink},   {"symlinkat", SYS_symlinkat},
   {"mknod", SYS_mknod},       {"mknodat", SYS_mknodat},
   {"truncate", SYS_truncate}, {"truncate64", SYS_truncate},
-  {"openat2", SYS_openat2},
+  {"openat2", SYS_openat2},   {"bind", SYS_bind},
 }};
 
 /// The calls that notify only for some arguments (see `make_filter`).
-constexpr std::array<named_call, 3> sometimes_watched = {{
+constexpr std::array<named_call, 4> sometimes_watched = {{
   {"open", SYS_open},
   {"openat", SYS_openat},
   {"ptrace", SYS_ptrace},
+  {"ioctl", SYS_ioctl},
+}};
+
+/// Calls the node refuses whatever their arguments (`refused_call_of`):
+/// the operations of an io_uring run in the kernel's workers, where no
+/// filter of the command sees them.
+constexpr std::array<named_call, 1> always_refused = {{
+  {"io_uring_setup", SYS_io_uring_setup},
+}};
+
+/// An ioctl request the node refuses, and its name.
+struct refused_ioctl {
+  uint32_t request;
+  const char* name;
+};
+
+/// Terminal requests that reach past the command: TIOCSTI pushes bytes
+/// into a terminal's input as if typed (a shell reading that terminal
+/// runs them), TIOCLINUX reads and drives the console.
+constexpr std::array<refused_ioctl, 2> refused_ioctls = {{
+  {TIOCSTI, "ioctl TIOCSTI"},
+  {TIOCLINUX, "ioctl TIOCLINUX"},
 }};
 
 /// The ABIs an x86-64 process can make system calls with besides its own:
@@ -90,9 +114,10 @@ void check(int rc, const char* what) {
 /// notify and anything else is allowed; `open` and `openat` notify only
 /// when their flags (argument 1 and 2) ask for a write, `ptrace` only for
 /// the requests that attach (the others name a tracee already attached, so
-/// a debugger's many peeks run unwatched). libseccomp adds each call to
-/// each ABI that has it, i386's `socketcall(SYS_CONNECT, ...)` for
-/// `connect`, and finds a number by a binary search (optimize level 2): the
+/// a debugger's many peeks run unwatched), `ioctl` only for the requests
+/// of `refused_ioctls`. libseccomp adds each call to each ABI that has it,
+/// i386's `socketcall(SYS_CONNECT, ...)` for `connect` (and `SYS_BIND`
+/// for `bind`), and finds a number by a binary search (optimize level 2): the
 /// kernel runs the program for every system call number when the filter is
 /// attached (to cache those it always allows), once per command.
 std::vector<sock_filter> make_filter() {
@@ -102,7 +127,8 @@ std::vector<sock_filter> make_filter() {
   auto* c = ctx.get();
   for (auto abi : other_abis)
     check(seccomp_arch_add(c, abi), "seccomp_arch_add");
-  // The filter reports and never refuses, whatever the ABI.
+  // The filter itself refuses nothing, whatever the ABI: what is refused
+  // is refused by the node's answer (see `refused_call_of`).
   check(seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW),
         "seccomp_attr_set(ACT_BADARCH)");
   check(seccomp_attr_set(c, SCMP_FLTATR_CTL_OPTIMIZE, 2),
@@ -116,6 +142,8 @@ std::vector<sock_filter> make_filter() {
   };
   for (auto& call : always_watched)
     notify(call.name);
+  for (auto& call : always_refused)
+    notify(call.name);
   for (auto& call : pid_calls)
     if (call.nr != SYS_ptrace)
       notify(call.name);
@@ -126,6 +154,10 @@ std::vector<sock_filter> make_filter() {
   }
   for (uint64_t request : {PTRACE_ATTACH, PTRACE_SEIZE})
     notify("ptrace", {{0, SCMP_CMP_EQ, request, 0}});
+  // The kernel takes an ioctl's request as 32 bits: the upper ones of the
+  // argument must not hide a request from the rule.
+  for (auto& r : refused_ioctls)
+    notify("ioctl", {{1, SCMP_CMP_MASKED_EQ, 0xffffffffu, r.request}});
   // 2.5.4 exports to a descriptor only.
   unique_fd out{::memfd_create("sandbox-seccomp", MFD_CLOEXEC)};
   if (!out)
@@ -163,10 +195,12 @@ const std::vector<foreign_call>& foreign_calls() {
       add(call.name, call.native);
     for (auto& call : sometimes_watched)
       add(call.name, call.native);
+    for (auto& call : always_refused)
+      add(call.name, call.native);
     for (auto& call : pid_calls)
       add(call.name, call.nr);
-    // i386's connect through the multiplexer (see `as_native`).
-    add("socketcall", SYS_connect, true);
+    // i386's connect and bind through the multiplexer (see `as_native`).
+    add("socketcall", -1, true);
     return out;
   }();
   return calls;
@@ -178,6 +212,20 @@ const pid_call* pid_call_of(long nr) {
   for (auto& c : pid_calls)
     if (c.nr == nr)
       return &c;
+  return nullptr;
+}
+
+const char* refused_call_of(const seccomp_data& d) {
+  if (d.arch != AUDIT_ARCH_X86_64
+      || (static_cast<uint32_t>(d.nr) & __X32_SYSCALL_BIT) != 0)
+    return nullptr;
+  for (auto& c : always_refused)
+    if (c.native == d.nr)
+      return c.name;
+  if (d.nr == SYS_ioctl)
+    for (auto& r : refused_ioctls)
+      if (static_cast<uint32_t>(d.args[1]) == r.request)
+        return r.name;
   return nullptr;
 }
 

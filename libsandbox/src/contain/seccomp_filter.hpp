@@ -27,14 +27,19 @@ struct pid_call {
 /// nullptr.
 const pid_call* pid_call_of(long nr);
 
+/// What the node refuses outright (EPERM) in `d`, an x86-64 call, by name
+/// (`io_uring_setup`, `ioctl TIOCSTI`, `ioctl TIOCLINUX`), or nullptr.
+const char* refused_call_of(const seccomp_data& d);
+
 /// A watched call of another ABI and the x86-64 call it is judged as.
 struct foreign_call {
   /// AUDIT_ARCH_I386, or libseccomp's token for x32.
   uint32_t abi;
   int nr;
+  /// -1 for `multiplexed`.
   long native;
-  /// i386's `socketcall`: the call number in argument 0, the arguments in
-  /// the caller's memory.
+  /// i386's `socketcall`: the call (`SYS_CONNECT`, `SYS_BIND`) in argument
+  /// 0, its arguments in the caller's memory.
   bool multiplexed = false;
 };
 

@@ -107,6 +107,7 @@ enum init_stage : int {
   init_mkdir,
   init_move_mount,
   init_proc,
+  init_devpts,
   init_loopback,
   init_hostname,
   init_stdio,
@@ -135,6 +136,8 @@ const char* init_stage_name(int stage) {
       return "cannot mount a kept directory";
     case init_proc:
       return "cannot mount proc";
+    case init_devpts:
+      return "cannot mount a devpts of its own on /dev/pts";
     case init_loopback:
       return "cannot bring up the loopback interface";
     case init_hostname:
@@ -309,6 +312,19 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
     stage = init_proc;
     goto fail;
   }
+  // A devpts instance of its own on /dev/pts: the host's terminals (the
+  // one the CLI runs in, which a command could otherwise open and read)
+  // are not in the view, and /dev/ptmx, which opens the devpts beside it,
+  // makes terminals of this instance only.
+  if ((r = child_sys(SYS_mount, reinterpret_cast<long>("devpts"),
+                     reinterpret_cast<long>("/dev/pts"),
+                     reinterpret_cast<long>("devpts"), MS_NOSUID | MS_NOEXEC,
+                     reinterpret_cast<long>("newinstance,ptmxmode=0666,"
+                                            "mode=0620")))
+      < 0) {
+    stage = init_devpts;
+    goto fail;
+  }
   if ((r = bring_up_loopback()) < 0) {
     stage = init_loopback;
     goto fail;
@@ -473,9 +489,14 @@ result<started_init> start_init(const containment_spec& spec) {
   alignas(64) char stack[init_stack_size];
   int pidfd = -1;
   clone_args_v2 args;
+  // A cgroup namespace of its own, rooted at the init's cgroup: a command
+  // sees its cgroup relative to it (`0::/`, `0::/../e-1`), not the host's
+  // path with the node's pid and other sessions' ids. The node, in its own
+  // namespace, still reads the full paths in /proc/<pid>/cgroup.
   args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_NEWUSER
                | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
-               | CLONE_NEWNET | (cgroup ? clone_into_cgroup : 0);
+               | CLONE_NEWNET | CLONE_NEWCGROUP
+               | (cgroup ? clone_into_cgroup : 0);
   args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
   // No SIGCHLD to the node: a host's waitpid(-1) never sees the init.
   args.exit_signal = 0;
@@ -489,8 +510,8 @@ result<started_init> start_init(const containment_spec& spec) {
   }
   if (pid < 0)
     return error{errc::unsupported,
-                 fmt::format("clone with new user, PID, mount, IPC, UTS and "
-                             "network namespaces: {}",
+                 fmt::format("clone with new user, PID, mount, IPC, UTS, "
+                             "network and cgroup namespaces: {}",
                              std::strerror(static_cast<int>(-pid)))};
   started_init out;
   out.pid = static_cast<pid_t>(pid);

@@ -1,8 +1,8 @@
 #pragma once
 
 // The PID 1 of a contained session (docs/security.md, "Namespaces, made
-// once per session"): started by clone3 in new user, PID, mount, IPC, UTS
-// and network namespaces, it sets up its mounts, loopback and host name
+// once per session"): started by clone3 in new user, PID, mount, IPC, UTS,
+// network and cgroup namespaces, it sets up its mounts, loopback and host name
 // with system calls only, then executes the init program (contain/init.c)
 // from a sealed memfd.
 

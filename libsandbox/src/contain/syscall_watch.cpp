@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,8 +60,8 @@ bool read_memory(pid_t pid, uint64_t addr, void* buf, size_t n) {
 
 /// The call `n` names as the x86-64 call it is judged as: itself when it
 /// is one; for a watched call of another ABI its x86-64 number and its
-/// arguments (i386's are 32 bits wide; `socketcall` holds connect's three
-/// in the caller's memory). Nothing when it cannot be told.
+/// arguments (i386's are 32 bits wide; `socketcall` holds connect's or
+/// bind's three in the caller's memory). Nothing when it cannot be told.
 std::optional<seccomp_notif> as_native(const seccomp_notif& n) {
   if (n.data.arch == AUDIT_ARCH_X86_64
       && (static_cast<uint32_t>(n.data.nr) & __X32_SYSCALL_BIT) == 0)
@@ -76,10 +77,13 @@ std::optional<seccomp_notif> as_native(const seccomp_notif& n) {
   for (auto& arg : out.data.args)
     arg &= 0xffffffffu;
   if (i->multiplexed) {
+    auto which = out.data.args[0];
+    if (which != SYS_CONNECT && which != SYS_BIND)
+      return std::nullopt;
+    out.data.nr = which == SYS_CONNECT ? SYS_connect : SYS_bind;
     uint32_t words[3];
-    if (out.data.args[0] != SYS_CONNECT
-        || !read_memory(static_cast<pid_t>(n.pid), out.data.args[1], words,
-                        sizeof(words)))
+    if (!read_memory(static_cast<pid_t>(n.pid), out.data.args[1], words,
+                     sizeof(words)))
       return std::nullopt;
     for (size_t k = 0; k < 6; ++k)
       out.data.args[k] = k < 3 ? words[k] : 0;
@@ -283,6 +287,50 @@ std::vector<path_arg> paths_of(long nr, uint64_t open_flags) {
   }
 }
 
+/// The violation of a call that writes `text` (relative to `dirfd`) the
+/// way `use` says, if Landlock will refuse it; `flags` are an open's.
+std::optional<violation> judge_path(pid_t pid, const watch_policy& policy,
+                                    int dirfd, const std::string& text,
+                                    path_use use, uint64_t flags) {
+  auto raw = absolute_raw(pid, dirfd, text);
+  if (raw.empty())
+    return std::nullopt;
+  auto path = normalize(raw);
+  if (detail::inside(path, "/dev") || detail::inside(path, "/proc"))
+    return std::nullopt;
+  auto inside = [&policy](const std::string& p) {
+    for (auto& w : policy.writable)
+      if (detail::inside(p, w))
+        return true;
+    return false;
+  };
+  std::string detail = path;
+  if (inside(path)) {
+    // A symbolic link on the way may still lead out; an open or a
+    // truncate follows the last one too, unless told not to.
+    bool follow_last = use == path_use::write && (flags & O_NOFOLLOW) == 0;
+    auto real = resolve_in_view(pid, raw, follow_last);
+    if (real.empty() || real == path || inside(real)
+        || detail::inside(real, "/dev") || detail::inside(real, "/proc"))
+      return std::nullopt;
+    // A writable directory named through a link of its own.
+    for (auto& w : policy.writable)
+      if (detail::inside(real, resolve_in_view(pid, w, true)))
+        return std::nullopt;
+    detail = fmt::format("{} (-> {})", path, real);
+    path = std::move(real);
+  }
+  bool there = exists_for(pid, path);
+  bool refused = use == path_use::replace
+                 || (use == path_use::write && (there || (flags & O_CREAT)))
+                 || (use == path_use::create && !there)
+                 || (use == path_use::remove && there);
+  if (!refused)
+    return std::nullopt;
+  return violation{violation_kind::write_denied, policy.execution,
+                   std::move(detail)};
+}
+
 std::optional<violation> judge_write(const seccomp_notif& n,
                                      const watch_policy& policy) {
   auto pid = static_cast<pid_t>(n.pid);
@@ -307,47 +355,26 @@ std::optional<violation> judge_write(const seccomp_notif& n,
     int dirfd = a.dirfd_index < 0
                   ? AT_FDCWD
                   : static_cast<int>(n.data.args[a.dirfd_index]);
-    auto raw = absolute_raw(pid, dirfd, *text);
-    if (raw.empty())
-      continue;
-    auto path = normalize(raw);
-    if (detail::inside(path, "/dev") || detail::inside(path, "/proc"))
-      continue;
-    auto inside = [&policy](const std::string& p) {
-      for (auto& w : policy.writable)
-        if (detail::inside(p, w))
-          return true;
-      return false;
-    };
-    std::string detail = path;
-    if (inside(path)) {
-      // A symbolic link on the way may still lead out; an open or a
-      // truncate follows the last one too, unless told not to.
-      bool follow_last = a.use == path_use::write && (flags & O_NOFOLLOW) == 0;
-      auto real = resolve_in_view(pid, raw, follow_last);
-      if (real.empty() || real == path || inside(real)
-          || detail::inside(real, "/dev") || detail::inside(real, "/proc"))
-        continue;
-      // A writable directory named through a link of its own.
-      bool reached = false;
-      for (auto& w : policy.writable)
-        reached = reached
-                  || detail::inside(real, resolve_in_view(pid, w, true));
-      if (reached)
-        continue;
-      detail = fmt::format("{} (-> {})", path, real);
-      path = std::move(real);
-    }
-    bool there = exists_for(pid, path);
-    bool refused = a.use == path_use::replace
-                   || (a.use == path_use::write && (there || (flags & O_CREAT)))
-                   || (a.use == path_use::create && !there)
-                   || (a.use == path_use::remove && there);
-    if (refused)
-      return violation{violation_kind::write_denied, policy.execution,
-                       std::move(detail)};
+    if (auto v = judge_path(pid, policy, dirfd, *text, a.use, flags))
+      return v;
   }
   return std::nullopt;
+}
+
+/// A `bind` of a unix socket to a path makes a file there, relative to
+/// the caller's cwd (an abstract address, starting with a NUL byte, makes
+/// none; nor does any other family).
+std::optional<violation> judge_bind(const seccomp_notif& n,
+                                    const watch_policy& policy) {
+  auto pid = static_cast<pid_t>(n.pid);
+  sockaddr_un a{};
+  constexpr size_t path_at = offsetof(sockaddr_un, sun_path);
+  auto len = std::min<uint64_t>(n.data.args[2], sizeof(a));
+  if (len <= path_at || !read_memory(pid, n.data.args[1], &a, len)
+      || a.sun_family != AF_UNIX || a.sun_path[0] == '\0')
+    return std::nullopt;
+  std::string text{a.sun_path, ::strnlen(a.sun_path, len - path_at)};
+  return judge_path(pid, policy, AT_FDCWD, text, path_use::create, 0);
 }
 
 /// Whether a TCP socket of the caller's network namespace listens on
@@ -511,6 +538,8 @@ std::optional<violation> judge(const seccomp_notif& n,
                                const watch_policy& policy) {
   if (n.data.nr == SYS_connect)
     return judge_connect(n, policy);
+  if (n.data.nr == SYS_bind)
+    return judge_bind(n, policy);
   if (auto* call = pid_call_of(n.data.nr))
     return judge_pid(n, *call, policy);
   return judge_write(n, policy);
@@ -572,8 +601,15 @@ struct watcher : std::enable_shared_from_this<watcher> {
     if (::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_RECV, n) != 0)
       return; // The caller is gone (ENOENT) or was interrupted.
     std::optional<violation> v;
-    if (auto call = as_native(*n))
-      v = judge(*call, *policy);
+    const char* refused = nullptr;
+    if (auto call = as_native(*n)) {
+      refused = detail::refused_call_of(call->data);
+      if (refused != nullptr)
+        v = violation{violation_kind::syscall_denied, policy->execution,
+                      refused};
+      else
+        v = judge(*call, *policy);
+    }
     // What was read belongs to the caller only while it still waits.
     if (v
         && ::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id)
@@ -582,7 +618,10 @@ struct watcher : std::enable_shared_from_this<watcher> {
     std::fill(response.begin(), response.end(), 0);
     auto* r = reinterpret_cast<seccomp_notif_resp*>(response.data());
     r->id = n->id;
-    r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    if (refused != nullptr)
+      r->error = -EPERM;
+    else
+      r->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     ::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_SEND, r);
   }
 };

@@ -44,6 +44,8 @@ std::string_view to_string(violation_kind x) noexcept {
       return "file_size_limit";
     case violation_kind::signal_denied:
       return "signal_denied";
+    case violation_kind::syscall_denied:
+      return "syscall_denied";
   }
   return "unknown";
 }

@@ -122,13 +122,17 @@ SANDBOX_CHILD_FN int child_main(void* arg) {
   if (p->direct
       && (r = join_session(p,
                            CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC
-                             | CLONE_NEWUTS | CLONE_NEWNET,
+                             | CLONE_NEWUTS | CLONE_NEWNET | CLONE_NEWCGROUP,
                            stage))
            < 0)
     goto fail;
-  // Its own process group: the fallback mode's tracking and `kill` of a
-  // spawned process reach the whole group.
-  if ((r = child_sys(SYS_setpgid, 0, 0)) < 0) {
+  // Its own process group (pgid == pid): the fallback mode's tracking and
+  // `kill` of a spawned process reach the whole group. A contained command
+  // leads a new session as well, so that it has no controlling terminal
+  // (none to open as /dev/tty, none to type into): its group is still its
+  // pid.
+  if ((r = p->inner ? child_sys(SYS_setsid) : child_sys(SYS_setpgid, 0, 0))
+      < 0) {
     stage = stage_pgid;
     goto fail;
   }

@@ -29,23 +29,28 @@ struct watch_policy {
 };
 
 /// The seccomp filter every command of a contained session installs (with
-/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) just before its exec: `connect` and
-/// the system calls that write a path (an open for writing, create, make a
-/// directory or node, remove, rename, link, truncate) and those that name a
-/// process by its pid (signals, `pidfd_open`, `process_vm_*`, a `ptrace`
-/// attach) notify the listener; everything else runs unwatched. It covers
-/// every ABI of an x86-64 process: x86-64, i386 (`int $0x80`, `connect`
-/// through `socketcall` too) and x32. Built once, by libseccomp; a failure
-/// to build it (only running out of memory can cause one) ends the process.
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) just before its exec: `connect`,
+/// `bind` and the system calls that write a path (an open for writing,
+/// create, make a directory or node, remove, rename, link, truncate), those
+/// that name a process by its pid (signals, `pidfd_open`, `process_vm_*`, a
+/// `ptrace` attach) and those the node refuses (`io_uring_setup`, an
+/// `ioctl` of `TIOCSTI` or `TIOCLINUX`) notify the listener; everything
+/// else runs unwatched. It covers every ABI of an x86-64 process: x86-64,
+/// i386 (`int $0x80`, `connect` and `bind` through `socketcall` too) and
+/// x32. Built once, by libseccomp; a failure to build it (only running out
+/// of memory can cause one) ends the process.
 const sock_fprog* watch_filter() noexcept;
 
 /// Watches the notifications of one command's filter (`listener`) on `r`
-/// until every process using the filter has exited. It refuses nothing
-/// itself: each call continues (Landlock and the network namespace refuse)
-/// after `report` (called on a reactor thread) was given a violation for
-/// one they will refuse:
+/// until every process using the filter has exited. `io_uring_setup` and
+/// the `ioctl` requests `TIOCSTI` (typing into a terminal) and `TIOCLINUX`
+/// fail with `EPERM`, reported as `syscall_denied` naming the call
+/// (`ioctl TIOCSTI`). Every other call continues (Landlock and the network
+/// namespace refuse) after `report` (called on a reactor thread) was given
+/// a violation for one they will refuse:
 /// - `write_denied`: the path lies outside `policy.writable` (paths below
-///   `/dev` and `/proc` are not judged);
+///   `/dev` and `/proc` are not judged); a `bind` of a unix socket to a
+///   path is judged as the creation of that path;
 /// - `connect_denied`: an IPv4 or IPv6 destination that no socket of the
 ///   session's network namespace listens on (a TCP connect) or that is not
 ///   loopback (any other);
