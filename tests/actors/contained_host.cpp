@@ -21,7 +21,7 @@
 
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
-#include "sandbox/actors/embedded_node.hpp"
+#include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
 using sandbox::exec_options;
