@@ -3,6 +3,7 @@
 // `--node HOST:PORT` and `remote_node` reach it (docs/distributed.md).
 
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,9 @@ struct serve_flags {
   std::string port = std::to_string(default_serve_port);
   std::string base_dir;
   std::string client_grace = "30";
+  std::string max_frame_bytes
+    = std::to_string(actors::door_config{}.max_frame_bytes);
+  std::string handshake_timeout = "10";
 };
 
 /// Waits until SIGTERM, SIGINT or SIGHUP arrives.
@@ -58,6 +62,16 @@ int serve(const global_options& g, const serve_flags& f) {
   auto grace = parse_seconds("--client-grace", f.client_grace);
   if (!grace)
     return usage_error(g, grace.error().message);
+  actors::door_config door;
+  auto frame = parse_integer("--max-frame-bytes", f.max_frame_bytes,
+                             actors::min_frame_bytes, UINT32_MAX);
+  if (!frame)
+    return usage_error(g, frame.error().message);
+  door.max_frame_bytes = static_cast<uint32_t>(*frame);
+  auto handshake = parse_seconds("--handshake-timeout", f.handshake_timeout);
+  if (!handshake)
+    return usage_error(g, handshake.error().message);
+  door.handshake_timeout = *handshake;
   if (f.bind.empty())
     return usage_error(g, "serve: --bind expects an address, got \"\"");
   auto tls = tls_of(g);
@@ -115,7 +129,7 @@ int serve(const global_options& g, const serve_flags& f) {
   // Many clients come and go: see publish_accept.hpp.
   actors::renumber_node_connections();
   auto bound = actors::publish_node(
-    *sys, node, f.bind, static_cast<uint16_t>(*port), tls.enabled());
+    *sys, node, f.bind, static_cast<uint16_t>(*port), tls.enabled(), door);
   if (!bound)
     return report(g, bound.error());
   auto address = actors::node_address{f.bind, *bound}.to_string();
@@ -168,6 +182,17 @@ command add_serve(CLI::App& app, global_options& g) {
                       "seconds the sessions of a disconnected client live "
                       "on before they are stopped (default 30; detached "
                       "sessions stay)");
+  cmd.sub->add_option("--max-frame-bytes", flags->max_frame_bytes,
+                      fmt::format("the largest message a client may send, "
+                                  "in bytes; a connection that announces a "
+                                  "larger one is dropped (default {}, at "
+                                  "least {})",
+                                  actors::door_config{}.max_frame_bytes,
+                                  actors::min_frame_bytes));
+  cmd.sub->add_option("--handshake-timeout", flags->handshake_timeout,
+                      "seconds a new connection has to complete its "
+                      "handshake before it is dropped (default 10; 0 = "
+                      "none)");
   cmd.sub->footer(global_options_footer);
   cmd.run = [&g, flags] { return serve(g, *flags); };
   return cmd;

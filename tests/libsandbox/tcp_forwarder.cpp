@@ -12,8 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/contain/session_net.hpp"
 #include "sandbox/contain/tcp_forwarder.hpp"
@@ -179,6 +181,80 @@ CAF_TEST(stop closes the listener and every connection) {
   ::close(c);
   ::close(s);
   CAF_CHECK_EQUAL(connect_to(front_port), -1);
+}
+
+CAF_TEST(a shared budget resets connections beyond it and reports once) {
+  auto back = listener();
+  auto front_a = listener();
+  auto front_b = listener();
+  auto port_a = port_of(front_a.get());
+  auto port_b = port_of(front_b.get());
+  auto dest = loopback(port_of(back.get()));
+  std::mutex mtx;
+  std::vector<std::string> refused;
+  auto budget
+    = std::make_shared<connection_budget>(2, [&](const std::string& forwarder) {
+        std::lock_guard<std::mutex> guard{mtx};
+        refused.push_back(forwarder);
+      });
+  auto a = tcp_forwarder::start(r, std::move(front_a),
+                                reinterpret_cast<sockaddr*>(&dest),
+                                sizeof(dest), host_sockets(), "a", budget);
+  SANDBOX_REQUIRE_OK(a);
+  auto b = tcp_forwarder::start(r, std::move(front_b),
+                                reinterpret_cast<sockaddr*>(&dest),
+                                sizeof(dest), host_sockets(), "b", budget);
+  SANDBOX_REQUIRE_OK(b);
+  // One connection through each forwarder: both reach the destination.
+  int c1 = connect_to(port_a);
+  int c2 = connect_to(port_b);
+  CAF_REQUIRE_NOT_EQUAL(c1, -1);
+  CAF_REQUIRE_NOT_EQUAL(c2, -1);
+  int s1 = ::accept(back.get(), nullptr, nullptr);
+  int s2 = ::accept(back.get(), nullptr, nullptr);
+  CAF_REQUIRE(s1 >= 0 && s2 >= 0);
+  CAF_CHECK_EQUAL(budget->in_use(), 2u);
+  // Two more, one per forwarder: both reset, without reaching the
+  // destination; the refusal is reported once.
+  for (auto port : {port_a, port_b}) {
+    int c = connect_to(port);
+    CAF_REQUIRE_NOT_EQUAL(c, -1);
+    bool ended = false;
+    CAF_CHECK_EQUAL(drain(c, &ended), "");
+    CAF_CHECK(ended);
+    ::close(c);
+  }
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    CAF_CHECK_EQUAL(refused, std::vector<std::string>{"a"});
+  }
+  CAF_CHECK_EQUAL(budget->in_use(), 2u);
+  // One ends: its unit comes back, and a new connection goes through.
+  // The forwarder shuts c1 down for writing and gives the unit back in one
+  // step under its lock, and it accepts under that lock: once c1 reads its
+  // end, the unit is back for the next accept.
+  ::shutdown(c1, SHUT_WR);
+  bool ended = false;
+  drain(s1, &ended);
+  CAF_CHECK(ended);
+  ::close(s1);
+  ended = false;
+  drain(c1, &ended);
+  CAF_CHECK(ended);
+  ::close(c1);
+  int c3 = connect_to(port_b);
+  CAF_REQUIRE_NOT_EQUAL(c3, -1);
+  ::send(c3, "y", 1, MSG_NOSIGNAL);
+  int s3 = ::accept(back.get(), nullptr, nullptr);
+  CAF_REQUIRE(s3 >= 0);
+  char y = 0;
+  CAF_CHECK_EQUAL(::recv(s3, &y, 1, 0), 1);
+  CAF_CHECK_EQUAL(y, 'y');
+  for (int fd : {c2, s2, c3, s3})
+    ::close(fd);
+  (*a)->stop();
+  (*b)->stop();
+  CAF_CHECK_EQUAL(budget->in_use(), 0u);
 }
 
 CAF_TEST(allowlist entries are parsed and resolved and checked) {

@@ -1,5 +1,6 @@
 #include "sandbox/actors/remote.hpp"
 #include "remote/remote_detail.hpp"
+#include "remote/remote_door.hpp"
 
 #include <arpa/inet.h>
 
@@ -14,7 +15,6 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
-#include <caf/openssl/publish.hpp>
 #include <caf/openssl/remote_actor.hpp>
 #include <caf/send.hpp>
 
@@ -90,6 +90,20 @@ bool is_loopback(std::string_view host) {
 }
 
 // -- network layer ------------------------------------------------------------
+
+result<void> validate(const door_config& cfg) {
+  if (cfg.max_frame_bytes < min_frame_bytes)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid door_config.max_frame_bytes {}: must "
+                             "be at least {}",
+                             cfg.max_frame_bytes, min_frame_bytes)};
+  if (cfg.handshake_timeout.count() < 0)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid door_config.handshake_timeout {} ms: "
+                             "must not be negative",
+                             cfg.handshake_timeout.count())};
+  return {};
+}
 
 void configure_remote(caf::actor_system_config& cfg, const tls_config& tls) {
   configure_network(cfg, tls);
@@ -201,11 +215,11 @@ caf::error unreachable_error(const caf::node_id& id) {
 }
 
 result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
-                              const std::string& bind, uint16_t port,
-                              bool tls) {
-  auto in = bind.empty() ? nullptr : bind.c_str();
-  auto got = tls ? caf::openssl::publish(node, port, in, true)
-                 : sys.middleman().publish(node, port, in, true);
+                              const std::string& bind, uint16_t port, bool tls,
+                              const door_config& door) {
+  if (auto ok = validate(door); !ok)
+    return ok.error();
+  auto got = detail::publish_through_door(sys, node, bind, port, tls, door);
   if (!got)
     return error{errc::port_unavailable,
                  fmt::format("cannot listen on {}: {}",

@@ -91,11 +91,14 @@ enum class violation_kind : uint8_t {
   /// ioctl that injects input or reads the console (TIOCSTI, TIOCLINUX),
   /// `io_uring_setup`.
   syscall_denied,
+  /// The session's cap on forwarded connections (`max_connections`): a
+  /// connection beyond it was reset.
+  connection_limit,
 };
 
 /// "none", "write_denied", "read_denied", "connect_denied", "memory_limit",
-/// "process_limit", "cpu_limit", "file_size_limit", "signal_denied" or
-/// "syscall_denied".
+/// "process_limit", "cpu_limit", "file_size_limit", "signal_denied",
+/// "syscall_denied" or "connection_limit".
 std::string_view to_string(violation_kind x) noexcept;
 
 /// One violation, tagged with the execution that caused it.

@@ -106,10 +106,21 @@ result<void> containment::start_network() {
     ::fcntl(session_->init_pidfd(), F_DUPFD_CLOEXEC, 3));
   if (!*pidfd)
     return make_errno_error(errno, "dup of the session init's pidfd");
-  if (inbound_)
+  // Every forwarder of the session shares one cap (0: none); a refusal is
+  // the session's violation.
+  std::shared_ptr<connection_budget> budget;
+  if (auto max = settings_.limits.max_connections; max > 0)
+    budget = std::make_shared<connection_budget>(
+      max, [reg = registry_, max](const std::string&) {
+        reg->deliver(nullptr, violation{violation_kind::connection_limit, 0,
+                                        fmt::format("connections {}", max)});
+      });
+  if (inbound_) {
     inbound_->set_factory([pidfd] {
       return socket_in_namespace(pidfd->get(), AF_INET, SOCK_STREAM);
     });
+    inbound_->set_budget(budget);
+  }
   for (auto& d : settings_.allow_net) {
     auto what = fmt::format("{}:{} in the session (allowed by {})", d.address,
                             d.port, d.entry);
@@ -135,7 +146,8 @@ result<void> containment::start_network() {
         return fd;
       },
       fmt::format("{} to {}:{}", log::tag{settings_.session_id}, d.address,
-                  d.port));
+                  d.port),
+      budget);
     if (!f)
       return f.error();
     outbound_.push_back(std::move(*f));

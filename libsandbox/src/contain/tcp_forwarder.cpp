@@ -30,6 +30,8 @@ struct connection {
   }
   std::array<tcp::socket, 2> side;
   std::array<std::array<char, 64 * 1024>, 2> buf;
+  /// The budget it took a unit from (none: uncounted).
+  std::shared_ptr<connection_budget> budget;
   /// Directions still pumping.
   int open = 2;
   bool closed = false;
@@ -57,6 +59,7 @@ struct tcp_forwarder::impl : std::enable_shared_from_this<impl> {
   tcp::endpoint dest;
   socket_factory factory;
   std::string name;
+  std::shared_ptr<connection_budget> budget;
   std::set<connection_ptr> conns;
 
   void accept();
@@ -105,7 +108,18 @@ void tcp_forwarder::impl::accept() {
 }
 
 void tcp_forwarder::impl::on_accepted(tcp::socket s) {
+  // Over the budget: refused before its buffers and its second socket
+  // exist.
+  auto taken = budget;
+  if (taken && !taken->take(name)) {
+    log::logger()->debug("{}: connection refused: {} connections are open "
+                         "(max_connections)",
+                         name, taken->max());
+    close_socket(s, true);
+    return;
+  }
   auto c = std::make_shared<connection>(std::move(s), ctx);
+  c->budget = std::move(taken);
   result<unique_fd> fd = error{errc::unsupported, "nothing to forward to yet"};
   if (factory)
     fd = factory();
@@ -116,6 +130,8 @@ void tcp_forwarder::impl::on_accepted(tcp::socket s) {
     log::logger()->debug("{}: connection refused: {}", name,
                          fd ? ec.message() : fd.error().message);
     close_socket(c->side[0], true);
+    if (c->budget)
+      c->budget->give_back();
     return;
   }
   fd->release();
@@ -187,18 +203,47 @@ void tcp_forwarder::impl::close(const connection_ptr& c, bool reset) {
   c->closed = true;
   close_socket(c->side[0], reset);
   close_socket(c->side[1], reset);
-  conns.erase(c);
+  if (conns.erase(c) != 0 && c->budget)
+    c->budget->give_back();
+}
+
+connection_budget::connection_budget(size_t max, refusal_callback on_refused)
+  : max_(max), on_refused_(std::move(on_refused)) {
+}
+
+bool connection_budget::take(const std::string& forwarder) {
+  auto now = in_use_.load(std::memory_order_relaxed);
+  do {
+    if (now >= max_) {
+      if (!refusing_.exchange(true) && on_refused_)
+        on_refused_(forwarder);
+      return false;
+    }
+  } while (
+    !in_use_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed));
+  return true;
+}
+
+void connection_budget::give_back() noexcept {
+  in_use_.fetch_sub(1, std::memory_order_relaxed);
+  refusing_.store(false);
+}
+
+size_t connection_budget::in_use() const noexcept {
+  return in_use_.load(std::memory_order_relaxed);
 }
 
 result<std::shared_ptr<tcp_forwarder>>
 tcp_forwarder::start(reactor& r, unique_fd listener, const sockaddr* dest,
                      socklen_t dest_len, socket_factory factory,
-                     std::string name) {
+                     std::string name,
+                     std::shared_ptr<connection_budget> budget) {
   auto p = std::make_shared<impl>(r.context());
   std::memcpy(p->dest.data(), dest, dest_len);
   p->dest.resize(dest_len);
   p->factory = std::move(factory);
   p->name = std::move(name);
+  p->budget = std::move(budget);
   error_code ec;
   auto proto = dest->sa_family == AF_INET6 ? tcp::v6() : tcp::v4();
   sockaddr_storage local{};
@@ -235,10 +280,17 @@ void tcp_forwarder::stop() noexcept {
     c->closed = true;
     close_socket(c->side[0], true);
     close_socket(c->side[1], true);
+    if (c->budget)
+      c->budget->give_back();
   }
   impl_->conns.clear();
   // The factory may hold a descriptor (the init's pidfd).
   impl_->factory = nullptr;
+}
+
+void tcp_forwarder::set_budget(std::shared_ptr<connection_budget> budget) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  impl_->budget = std::move(budget);
 }
 
 size_t tcp_forwarder::connections() const {

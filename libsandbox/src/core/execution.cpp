@@ -46,6 +46,8 @@ std::string_view to_string(violation_kind x) noexcept {
       return "signal_denied";
     case violation_kind::syscall_denied:
       return "syscall_denied";
+    case violation_kind::connection_limit:
+      return "connection_limit";
   }
   return "unknown";
 }

@@ -60,7 +60,7 @@ typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, isolation_limits& x) {
   return f(caf::meta::type_name("sandbox::isolation_limits"), x.cpu_seconds,
-           x.file_size, x.open_files, x.memory, x.processes);
+           x.file_size, x.open_files, x.memory, x.processes, x.max_connections);
 }
 
 template <class Inspector>

@@ -59,12 +59,34 @@ constexpr std::chrono::seconds remote_heartbeat{1};
 /// closed: every pending call over it fails with `node_unreachable`.
 constexpr std::chrono::seconds remote_liveness{4};
 
+/// What a published node accepts from a connection (docs/security.md, "The
+/// node's door").
+struct door_config {
+  /// The largest BASP frame (its payload, in bytes) the node reads. A peer
+  /// that announces a larger one is disconnected before the node allocates
+  /// anything for it. At least `min_frame_bytes`.
+  uint32_t max_frame_bytes = 64u << 20;
+  /// How long an accepted connection has to complete its handshake (TLS,
+  /// then CAF's) before the node drops it; 0 waits for ever.
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds{10}};
+};
+
+/// The smallest `door_config::max_frame_bytes`: a frame of the handshake
+/// holds the node's name and interface.
+constexpr uint32_t min_frame_bytes = 64u << 10;
+
+/// Checks `cfg`.
+/// @returns `invalid_argument` naming the bad value.
+result<void> validate(const door_config& cfg);
+
 /// Publishes `node` on `bind:port` (port 0: a free port), with TLS when
-/// `tls` (the actor system must have been configured for it).
+/// `tls` (the actor system must have been configured for it). Its
+/// connections pass the checks of `door` (see `door_config`).
 /// @returns the port it listens on; `port_unavailable` or `io_error`
-///   naming the address otherwise.
+///   naming the address otherwise, `invalid_argument` for a bad `door`.
 result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
-                              const std::string& bind, uint16_t port, bool tls);
+                              const std::string& bind, uint16_t port, bool tls,
+                              const door_config& door = {});
 
 /// Connects to the node at `addr` (blocking) and remembers `addr` as its
 /// name for error messages (`node_label`).

@@ -43,6 +43,11 @@ struct isolation_limits {
   /// Processes of the session together: `pids.max` of its cgroup (v2, or
   /// v1 where only v1 has the `pids` controller).
   uint64_t processes = 0;
+  /// Connections the node forwards for the session at once (to its allowed
+  /// destinations and into its leased port): one more is reset and
+  /// reported as `connection_limit`. Each costs the node two descriptors
+  /// and 128 KiB of buffers.
+  uint64_t max_connections = 256;
 };
 
 /// What this host can give a contained session, probed once per process
