@@ -117,11 +117,20 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
     stage = stage_landlock;
     return r;
   }
-  // Last: from here on the watched calls wait for the node.
+  // Last: from here on the watched calls wait for the node. Once the node
+  // has a call, the caller waits killably (Linux 5.19): a signal that is
+  // not fatal (a child's SIGCHLD to a shell) no longer ends the wait with
+  // EINTR, which calls such as `kill` never return otherwise. Older
+  // kernels refuse the flag; they get the filter without it.
   if (p->filter != nullptr) {
     r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                  SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                  SECCOMP_FILTER_FLAG_NEW_LISTENER
+                    | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
                   reinterpret_cast<long>(p->filter));
+    if (r == -EINVAL)
+      r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                    SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    reinterpret_cast<long>(p->filter));
     if (r < 0) {
       stage = stage_seccomp;
       return r;
