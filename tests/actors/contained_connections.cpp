@@ -21,6 +21,7 @@
 
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/host_listener.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -29,58 +30,35 @@ using sandbox::violation_kind;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
 using sandbox::test::host_can_contain;
+using sandbox::test::host_listener;
 
 namespace {
 
-/// A listener of the test on the host's 127.0.0.1 (a port the kernel
-/// picks): the destination the session is allowed to reach.
-struct host_listener {
-  int fd = -1;
-  uint16_t port = 0;
-
-  host_listener() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0
-        || ::listen(fd, 16) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error("host listener");
-    port = ntohs(addr.sin_port);
+/// The next connection the forwarder made to `dest`, once its `ping`
+/// arrived (the test child's `fetch` sends it, then waits for the answer);
+/// -1 when none came within a generous bound.
+int accept_ping(const host_listener& dest) {
+  pollfd p{dest.fd, POLLIN, 0};
+  if (::poll(&p, 1, 30000) != 1)
+    return -1;
+  int c = ::accept(dest.fd, nullptr, nullptr);
+  std::string got;
+  char buf[16];
+  while (got.size() < 5) {
+    pollfd q{c, POLLIN, 0};
+    if (::poll(&q, 1, 30000) != 1)
+      break;
+    auto n = ::recv(c, buf, sizeof(buf), 0);
+    if (n <= 0)
+      break;
+    got.append(buf, static_cast<size_t>(n));
   }
-
-  ~host_listener() {
-    ::close(fd);
+  if (got != "ping\n") {
+    ::close(c);
+    return -1;
   }
-
-  /// The next connection the forwarder made to it, once its `ping` arrived
-  /// (the test child's `fetch` sends it, then waits for the answer); -1
-  /// when none came within a generous bound.
-  int accept_ping() const {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 30000) != 1)
-      return -1;
-    int c = ::accept(fd, nullptr, nullptr);
-    std::string got;
-    char buf[16];
-    while (got.size() < 5) {
-      pollfd q{c, POLLIN, 0};
-      if (::poll(&q, 1, 30000) != 1)
-        break;
-      auto n = ::recv(c, buf, sizeof(buf), 0);
-      if (n <= 0)
-        break;
-      got.append(buf, static_cast<size_t>(n));
-    }
-    if (got != "ping\n") {
-      ::close(c);
-      return -1;
-    }
-    return c;
-  }
-};
+  return c;
+}
 
 /// Answers a held connection and closes it: its `fetch` prints the answer.
 void answer(int c) {
@@ -104,7 +82,7 @@ CAF_TEST(connections beyond max connections are reset and reported) {
   auto rcfg = sandbox::test::node_fixture::config();
   rcfg.isolation = isolation_mode::contained;
   sandbox::actors::embedded_node node{rcfg};
-  host_listener dest;
+  host_listener dest{16};
   session_config cfg;
   cfg.working_directory = dir.path + "/work";
   cfg.home_directory = dir.path + "/home";
@@ -118,8 +96,8 @@ CAF_TEST(connections beyond max connections are reset and reported) {
   // Two fetches that the destination holds: the session's two units.
   auto holder = s->spawn(fetch + " & " + fetch + "; wait");
   SANDBOX_REQUIRE_OK(holder);
-  int first = dest.accept_ping();
-  int second = dest.accept_ping();
+  int first = accept_ping(dest);
+  int second = accept_ping(dest);
   CAF_CHECK_NOT_EQUAL(first, -1);
   CAF_CHECK_NOT_EQUAL(second, -1);
   // A third, while both are held: reset by the node before it reaches the
@@ -146,7 +124,7 @@ CAF_TEST(connections beyond max connections are reset and reported) {
   if (held)
     CAF_CHECK_EQUAL(held->stdout_data, "pong\npong\n");
   std::thread server{[&] {
-    int c = dest.accept_ping();
+    int c = accept_ping(dest);
     if (c >= 0)
       answer(c);
   }};

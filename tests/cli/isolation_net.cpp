@@ -17,6 +17,7 @@
 
 #include "cli_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/host_listener.hpp"
 
 using sandbox::test::run_shell;
 using sandbox::test::sandbox_cli;
@@ -28,26 +29,7 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-/// A listener on the host's 127.0.0.1, on a port the kernel picks.
-struct host_listener {
-  int fd = -1;
-  uint16_t port = 0;
-  host_listener() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0
-        || ::listen(fd, 4) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error("host listener");
-    port = ntohs(addr.sin_port);
-  }
-  ~host_listener() {
-    ::close(fd);
-  }
-};
+using sandbox::test::host_listener;
 
 } // namespace
 
