@@ -31,16 +31,20 @@ inline weak_target weak_self(caf::local_actor* self, const runtime& rt) {
 
 /// Sends `xs...` to the actor behind `target` as a `Handle`, if it still
 /// lives and the gate is open; otherwise the message has nobody to go to
-/// and is dropped.
+/// and is dropped. Returns whether it was sent.
 template <class Handle, class... Ts>
-void send_if_alive(const weak_target& target, Ts&&... xs) {
+bool send_if_alive(const weak_target& target, Ts&&... xs) {
+  bool sent = false;
   target.gate->run([&] {
     // What this thread did before the message is visible to the receiver.
     sandbox::detail::tsan_release_handover();
-    if (auto strong = target.actor.lock())
+    if (auto strong = target.actor.lock()) {
       caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
                      std::forward<Ts>(xs)...);
+      sent = true;
+    }
   });
+  return sent;
 }
 
 } // namespace sandbox::actors

@@ -165,8 +165,8 @@ std::vector<row> run_contained(const options& opt) {
     r.unit = "exec/s";
     r.ours = contained[l].rate();
     r.baseline = none[l].rate();
-    r.goal = ">= 0.8 x none";
-    r.result = judge(r.ratio() >= 0.8);
+    r.goal = ">= 0.85 x none";
+    r.result = judge(r.ratio() >= 0.85);
     r.note = exec_note(contained[l], none[l], "contained", "none");
     rows.push_back(std::move(r));
   }
@@ -192,8 +192,8 @@ std::vector<row> run_contained(const options& opt) {
     r.unit = "ms";
     r.ours = percentile(contained_times.ready, 0.5);
     r.baseline = percentile(none_times.ready, 0.5);
-    r.goal = "contained <= 20 ms";
-    r.result = judge(r.ours <= 20);
+    r.goal = "contained <= 10 ms";
+    r.result = judge(r.ours <= 10);
     r.note = fmt::format(
       "{} each; mean {:.2f} / {:.2f} ms, p99 {:.2f} / {:.2f} ms; p50 of "
       "create {:.2f} / {:.2f} ms, of first exec {:.2f} / {:.2f} ms "

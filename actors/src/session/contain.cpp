@@ -7,27 +7,6 @@
 
 namespace sandbox::actors::session_detail {
 
-namespace {
-
-/// Sends `v` to the actor behind `target` if it still lives; whether it
-/// did. Called on reactor threads.
-template <class Handle>
-bool send_violation(const weak_target& target, violation& v) {
-  bool sent = false;
-  target.gate->run([&] {
-    // What this thread did before the message is visible to the receiver.
-    sandbox::detail::tsan_release_handover();
-    if (auto strong = target.actor.lock()) {
-      caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
-                     violations_atom_v, std::vector<violation>{std::move(v)});
-      sent = true;
-    }
-  });
-  return sent;
-}
-
-} // namespace
-
 result<void> make_containment(session_state& st) {
   if (st.p.isolation != isolation_mode::contained)
     return {};
@@ -45,8 +24,9 @@ result<void> make_containment(session_state& st) {
   cs.guard = [rt = st.p.rt] { return rt->read_guard(); };
   st.contained = containment::make(st.p.rt->reactor(), std::move(cs),
                                    [session = *st.self_target](violation v) {
-                                     send_violation<session_actor_impl>(session,
-                                                                        v);
+                                     send_if_alive<session_actor_impl>(
+                                       session, violations_atom_v,
+                                       std::vector<violation>{std::move(v)});
                                    });
   if (!st.p.host_listener || !*st.p.host_listener || !st.p.lease)
     return {};
@@ -59,8 +39,10 @@ containment::execution_receiver violations_to(const process_actor_impl& handle,
   weak_target process{
     caf::weak_actor_ptr{caf::actor_cast<caf::strong_actor_ptr>(handle).get()},
     rt.gate()};
+  // A copy: when the process actor is gone, `v` goes to the session.
   return [process](violation& v) {
-    return send_violation<process_actor_impl>(process, v);
+    return send_if_alive<process_actor_impl>(process, violations_atom_v,
+                                             std::vector<violation>{v});
   };
 }
 
