@@ -88,6 +88,8 @@ int serve(const global_options& g, const serve_flags& f) {
   if (auto mode = parse_isolation(g.isolation); mode)
     rcfg.isolation = *mode;
   rcfg.allow_net = g.allow_net;
+  if (g.limits)
+    rcfg.limits = *g.limits;
   // Commands of contained sessions never read the node's key.
   if (!g.tls_key.empty())
     rcfg.isolation_deny.push_back(std::filesystem::absolute(g.tls_key));

@@ -471,7 +471,8 @@ CAF_TEST(a fork bomb is bounded by the process limit and reported) {
   }
   session_config cfg;
   cfg.home_directory = dir.path + "/home";
-  cfg.limits.processes = 32;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->processes = 32;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto honest = run(*s, "true");
@@ -504,7 +505,8 @@ CAF_TEST(a memory hog is ended by the memory limit and the result says so) {
   session_config cfg;
   cfg.home_directory = dir.path + "/home";
   // Room for a sanitizer runtime's own memory.
-  cfg.limits.memory = 256 << 20;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->memory = 256 << 20;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto child = std::string{sandbox::test::test_child()};
@@ -528,8 +530,9 @@ CAF_TEST(cpu time and file size limits end a command and are named) {
     return;
   session_config cfg;
   cfg.home_directory = dir.path + "/home";
-  cfg.limits.cpu_seconds = 1;
-  cfg.limits.file_size = 1 << 20;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->cpu_seconds = 1;
+  cfg.limits->file_size = 1 << 20;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto cpu = run(*s,
@@ -554,7 +557,8 @@ CAF_TEST(a limit the host cannot give is refused and named) {
   if (sandbox::host_isolation().has_controller("pids"))
     return;
   session_config cfg;
-  cfg.limits.processes = 32;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->processes = 32;
   auto s = blocking_session::create(*node, cfg);
   CAF_REQUIRE(!s);
   CAF_CHECK(s.error().code == sandbox::errc::unsupported);
