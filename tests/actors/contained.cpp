@@ -551,6 +551,42 @@ CAF_TEST(cpu time and file size limits end a command and are named) {
   (void) s->stop();
 }
 
+CAF_TEST(a session without limits gets the node default limits) {
+  if (!host_can_contain())
+    return;
+  if (!sandbox::host_isolation().has_controller("pids")) {
+    CAF_MESSAGE("skipped: no cgroup pids controller");
+    return;
+  }
+  // What `serve --pids 32` gives its node.
+  auto rcfg = sandbox::test::node_fixture::config();
+  rcfg.isolation = isolation_mode::contained;
+  rcfg.limits.processes = 32;
+  sandbox::actors::node_config ncfg;
+  ncfg.base_directory = out.path + "/base";
+  sandbox::actors::embedded_node limited{rcfg, ncfg};
+  session_config cfg;
+  cfg.home_directory = dir.path + "/home";
+  auto s = blocking_session::create(limited, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  auto r = run(*s, "ASAN_OPTIONS=detect_leaks=0 "
+                     + std::string{sandbox::test::test_child()} + " fork-bomb");
+  CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::process_limit, 2));
+  auto receipt = s->stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(a node limits contained sessions by default) {
+  auto limits = sandbox::actors::runtime_config{}.limits;
+  CAF_CHECK_EQUAL(limits.memory, uint64_t{2} << 30);
+  CAF_CHECK_EQUAL(limits.processes, 512u);
+  CAF_CHECK_EQUAL(limits.tmp_size, uint64_t{1} << 30);
+  CAF_CHECK_EQUAL(limits.max_connections, 256u);
+}
+
 CAF_TEST(a limit the host cannot give is refused and named) {
   if (!host_can_contain())
     return;
