@@ -253,15 +253,18 @@ void add_limit_options(CLI::App& app, global_options::limit_flags& f) {
 }
 
 /// Parses the limit flags into `g.limits`; a bad value is a usage error
-/// naming the option. Limits are for contained sessions: with --isolation
-/// none they would do nothing, and say so.
+/// naming the option. Limits are for contained sessions: for a session
+/// that is not contained (--isolation none, or the embedded node's default)
+/// they would do nothing, and say so. `serve` takes them whatever its
+/// default: its clients may ask for contained sessions.
 std::optional<int> limits_from_flags(CLI::App& app, global_options& g) {
   auto limits = parse_limits(g.limit_text);
   if (!limits)
     return usage_error(g, limits.error().message);
   g.limits = *limits;
-  bool embedded_none = g.nodes.empty() && g.isolation.empty()
-                       && !app.get_subcommand("serve")->parsed();
+  if (app.get_subcommand("serve")->parsed())
+    return std::nullopt;
+  bool embedded_none = g.nodes.empty() && g.isolation.empty();
   if (g.limits && (g.isolation == "none" || embedded_none))
     return usage_error(g, fmt::format("{} limits contained sessions: add "
                                       "--isolation contained",
