@@ -45,11 +45,13 @@ void wait_for_interrupt() {
   std::mutex mtx;
   std::condition_variable cv;
   bool interrupted = false;
+  // No deadline: the stop of every session takes what it takes.
   interrupt_guard guard{[&] {
-    std::lock_guard<std::mutex> lock{mtx};
-    interrupted = true;
-    cv.notify_all();
-  }};
+                          std::lock_guard<std::mutex> lock{mtx};
+                          interrupted = true;
+                          cv.notify_all();
+                        },
+                        false};
   std::unique_lock<std::mutex> lock{mtx};
   // A signal that came before the guard is already recorded.
   cv.wait(lock, [&] { return interrupted || interrupted_by() != 0; });

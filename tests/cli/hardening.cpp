@@ -218,6 +218,29 @@ CAF_TEST(signals end the command tree with 128 plus the signal) {
   }
 }
 
+CAF_TEST(an interrupt that the node never answers ends the CLI at a deadline) {
+  // The CLI's own node, frozen (SIGSTOP) while a command runs there: the
+  // cancel after Ctrl-C is never answered. With a deadline of 2 s the CLI
+  // exits 130 anyway, saying so on stderr (docs/cli.md).
+  if (remote_mode())
+    return; // the stand-in would add the suite's node beside this one
+  sandbox::test::serve_process node;
+  ::setenv("SANDBOX_INTERRUPT_DEADLINE", "2", 1);
+  live_cli c{{"--node", node.address, "run", "--",
+              "echo ready; exec sleep 300"},
+             dir.path};
+  ::unsetenv("SANDBOX_INTERRUPT_DEADLINE");
+  if (!c.wait_for("ready\n")) {
+    CAF_ERROR("no ready line");
+    return;
+  }
+  ::kill(node.pid, SIGSTOP);
+  ::kill(c.pid, SIGINT);
+  // Only the deadline can end it: the node answers nothing while stopped.
+  CAF_CHECK_EQUAL(c.wait_exit(60), 130);
+  ::kill(node.pid, SIGCONT);
+}
+
 CAF_TEST(a signal racing the end of a command never crashes the CLI) {
   // The handler runs under the guard's lock: at whatever moment the signal
   // comes, the status is the command's or 130, never a crash.
