@@ -150,6 +150,8 @@ result<uint64_t> parse_size(std::string_view option, const std::string& text) {
 }
 
 std::string global_options::limit_flags::first_given() const {
+  if (!given_empty.empty())
+    return given_empty;
   for (auto [name, text] :
        {std::pair{"--memory", &memory}, std::pair{"--pids", &pids},
         std::pair{"--cpu", &cpu}, std::pair{"--tmp-size", &tmp_size},
@@ -163,6 +165,10 @@ result<std::optional<isolation_limits>>
 parse_limits(const global_options::limit_flags& flags) {
   if (flags.first_given().empty())
     return std::optional<isolation_limits>{};
+  if (!flags.given_empty.empty())
+    return error{errc::invalid_argument,
+                 fmt::format("{} expects a value, got \"\"",
+                             flags.given_empty)};
   auto limits = actors::default_contained_limits();
   auto size = [](std::string_view option, const std::string& text,
                  uint64_t& out) -> result<void> {

@@ -49,6 +49,8 @@ struct global_options {
     std::string cpu;
     std::string tmp_size;
     std::string max_connections;
+    /// The first of them given with an empty value (empty: none).
+    std::string given_empty;
     /// The first flag given, e.g. "--pids" (empty: none).
     std::string first_given() const;
   } limit_text;

@@ -234,22 +234,39 @@ std::optional<int> isolation_from_env(CLI::App& app, global_options& g) {
 /// The limit options (docs/security.md, "Limits"), global like
 /// --isolation: every command that creates sessions takes them.
 void add_limit_options(CLI::App& app, global_options::limit_flags& f) {
-  app.add_option("--memory", f.memory,
-                 "SIZE: memory of a contained session's processes together "
-                 "(e.g. 512M, 2G; default 2G; 0: none); serve: the node's "
-                 "default");
-  app.add_option("--pids", f.pids,
-                 "N: processes of a contained session together (default "
-                 "512; 0: none)");
-  app.add_option("--cpu", f.cpu,
-                 "SECONDS: CPU time of each process of a contained session "
-                 "(default 3600; 0: none)");
-  app.add_option("--tmp-size", f.tmp_size,
-                 "SIZE: the private /tmp and /dev/shm of a contained "
-                 "session, each (default 1G)");
-  app.add_option("--max-connections", f.max_connections,
-                 "N: connections the node forwards for a contained session "
-                 "at once (default 256; 0: none)");
+  // An empty value is not "not given": it is refused, naming the option.
+  auto note_empty = [&f](const char* name) {
+    return [&f, name](const std::string& v) {
+      if (v.empty() && f.given_empty.empty())
+        f.given_empty = name;
+    };
+  };
+  app
+    .add_option("--memory", f.memory,
+                "SIZE: memory of a contained session's processes together "
+                "(e.g. 512M, 2G; default 2G; 0: none); serve: the node's "
+                "default")
+    ->each(note_empty("--memory"));
+  app
+    .add_option("--pids", f.pids,
+                "N: processes of a contained session together (default "
+                "512; 0: none)")
+    ->each(note_empty("--pids"));
+  app
+    .add_option("--cpu", f.cpu,
+                "SECONDS: CPU time of each process of a contained session "
+                "(default 3600; 0: none)")
+    ->each(note_empty("--cpu"));
+  app
+    .add_option("--tmp-size", f.tmp_size,
+                "SIZE: the private /tmp and /dev/shm of a contained "
+                "session, each (default 1G)")
+    ->each(note_empty("--tmp-size"));
+  app
+    .add_option("--max-connections", f.max_connections,
+                "N: connections the node forwards for a contained session "
+                "at once (default 256; 0: none)")
+    ->each(note_empty("--max-connections"));
 }
 
 /// Parses the limit flags into `g.limits`; a bad value is a usage error
