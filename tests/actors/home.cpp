@@ -246,6 +246,12 @@ CAF_TEST(two contained sessions do not see each other home files) {
   SANDBOX_REQUIRE_OK(looked);
   CAF_CHECK_NOT_EQUAL(looked->exit_code, 0);
   CAF_CHECK_EQUAL(looked->stdout_data, "");
+  // Nor can B read it where it lies on the host.
+  auto a_info = a->info();
+  SANDBOX_REQUIRE_OK(a_info);
+  auto peeked = b->execute("cat " + a_info->home_directory + "/note");
+  SANDBOX_REQUIRE_OK(peeked);
+  CAF_CHECK(peeked->stdout_data.find("secret-from-A") == std::string::npos);
   // Nor is it in the shared home of the none sessions.
   struct stat st;
   CAF_CHECK_NOT_EQUAL(::lstat((home + "/note").c_str(), &st), 0);

@@ -70,6 +70,12 @@ make_session_params(runtime_ptr rt, const session_config& cfg,
                                allow->error().message)};
     p.allow_net = **allow;
     p.deny = rt->config().isolation_deny;
+    // The shared home of the none sessions and the own homes of the other
+    // contained sessions (its own is kept below `homes`, as a working
+    // directory below the base directory).
+    auto& temp = rt->config().temp_directory;
+    p.deny.push_back(fs::resolve(*cwd, default_home(temp)));
+    p.deny.push_back(fs::resolve(*cwd, user_directory(temp) + "/homes"));
     if (!base_directory.empty())
       p.deny.push_back(fs::resolve(*cwd, base_directory));
   }
