@@ -233,6 +233,10 @@ result<blocking_session> make_contained(fixture& f, const std::string& wd) {
 CAF_TEST(two contained sessions do not see each other home files) {
   if (!test::host_can_contain())
     return;
+  // The homes outside /tmp, where the session's private /tmp would hide
+  // them anyway: what keeps B out is the deny of `homes`.
+  test::outside_dir outside;
+  start(outside.path);
   auto a = make_contained(*this, "a");
   auto b = make_contained(*this, "b");
   SANDBOX_REQUIRE_OK(a);
@@ -252,9 +256,18 @@ CAF_TEST(two contained sessions do not see each other home files) {
   auto peeked = b->execute("cat " + a_info->home_directory + "/note");
   SANDBOX_REQUIRE_OK(peeked);
   CAF_CHECK(peeked->stdout_data.find("secret-from-A") == std::string::npos);
+  if (host_isolation().read_watch) {
+    // Refused (EPERM) and reported, not just empty.
+    CAF_CHECK_NOT_EQUAL(peeked->exit_code, 0);
+    bool reported = false;
+    for (auto& v : peeked->violations)
+      reported = reported || v.kind == violation_kind::read_denied;
+    CAF_CHECK(reported);
+  }
   // Nor is it in the shared home of the none sessions.
   struct stat st;
-  CAF_CHECK_NOT_EQUAL(::lstat((home + "/note").c_str(), &st), 0);
+  auto shared = fmt::format("{}/sandbox-{}/home", outside.path, ::getuid());
+  CAF_CHECK_NOT_EQUAL(::lstat((shared + "/note").c_str(), &st), 0);
   (void) a->stop();
   (void) b->stop();
 }
