@@ -99,7 +99,7 @@ result<void> validate(const runtime_config& cfg) {
                    fmt::format("invalid runtime_config.allow_net: {}",
                                ok.error().message)};
   if (cfg.isolation == isolation_mode::contained)
-    if (auto missing = host_isolation().missing(); !missing.empty())
+    if (auto missing = host_isolation().missing(cfg.limits); !missing.empty())
       return error{errc::unsupported,
                    fmt::format("runtime_config.isolation contained: this "
                                "host cannot give it: {}",

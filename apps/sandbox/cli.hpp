@@ -40,10 +40,39 @@ struct global_options {
   /// contained sessions this invocation creates may connect to; `serve`'s
   /// default.
   std::vector<std::string> allow_net;
+  /// --memory SIZE, --pids N, --cpu SECONDS, --tmp-size SIZE,
+  /// --max-connections N as given (empty: not given): limits of the
+  /// contained sessions this invocation creates; `serve`'s default.
+  struct limit_flags {
+    std::string memory;
+    std::string pids;
+    std::string cpu;
+    std::string tmp_size;
+    std::string max_connections;
+    /// The first of them given with an empty value (empty: none).
+    std::string given_empty;
+    /// The first flag given, e.g. "--pids" (empty: none).
+    std::string first_given() const;
+  } limit_text;
+  /// What `limit_text` makes (`parse_limits`); unset when no limit flag was
+  /// given.
+  std::optional<isolation_limits> limits;
 };
 
-/// Sets `cfg.isolation` from --isolation (validated by the parser) and
-/// `cfg.allow_net` from --allow-net (checked by the node).
+/// The limits of `flags`: `actors::default_contained_limits()` with the
+/// given ones replaced; unset when none is given. Errors (usage) name the
+/// option and the value.
+result<std::optional<isolation_limits>>
+parse_limits(const global_options::limit_flags& flags);
+
+/// Parses a size in bytes: digits with an optional binary suffix K, M, G
+/// or T (either case, optionally followed by "iB" or "B"): 512M, 2G, 1048576.
+/// Errors (usage) name the option and the value.
+result<uint64_t> parse_size(std::string_view option, const std::string& text);
+
+/// Sets `cfg.isolation` from --isolation (validated by the parser),
+/// `cfg.allow_net` from --allow-net (checked by the node) and `cfg.limits`
+/// from the limit flags (parsed by main).
 void apply_isolation(const global_options& g, actors::session_config& cfg);
 
 /// Exit statuses of the CLI (docs/cli.md).

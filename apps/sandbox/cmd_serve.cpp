@@ -45,11 +45,13 @@ void wait_for_interrupt() {
   std::mutex mtx;
   std::condition_variable cv;
   bool interrupted = false;
+  // No deadline: the stop of every session takes what it takes.
   interrupt_guard guard{[&] {
-    std::lock_guard<std::mutex> lock{mtx};
-    interrupted = true;
-    cv.notify_all();
-  }};
+                          std::lock_guard<std::mutex> lock{mtx};
+                          interrupted = true;
+                          cv.notify_all();
+                        },
+                        false};
   std::unique_lock<std::mutex> lock{mtx};
   // A signal that came before the guard is already recorded.
   cv.wait(lock, [&] { return interrupted || interrupted_by() != 0; });
@@ -88,6 +90,8 @@ int serve(const global_options& g, const serve_flags& f) {
   if (auto mode = parse_isolation(g.isolation); mode)
     rcfg.isolation = *mode;
   rcfg.allow_net = g.allow_net;
+  if (g.limits)
+    rcfg.limits = *g.limits;
   // Commands of contained sessions never read the node's key.
   if (!g.tls_key.empty())
     rcfg.isolation_deny.push_back(std::filesystem::absolute(g.tls_key));

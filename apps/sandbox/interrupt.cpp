@@ -5,9 +5,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace sandbox::cli {
 
@@ -15,6 +20,8 @@ namespace {
 
 std::mutex mtx;
 std::function<void()> handler;
+/// Whether an interrupt `handler` takes starts the deadline.
+bool bounded = true;
 std::atomic<int> first_signal{0};
 
 sigset_t interrupt_signals() {
@@ -24,6 +31,39 @@ sigset_t interrupt_signals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   return set;
+}
+
+/// How long the CLI waits, after the first interrupt a guard took, for
+/// the command to end and its session to stop: `interrupt_deadline`, or
+/// SANDBOX_INTERRUPT_DEADLINE seconds (1 to 3600) where that is set.
+std::chrono::seconds deadline() {
+  const char* v = std::getenv("SANDBOX_INTERRUPT_DEADLINE");
+  if (v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*end == '\0' && n >= 1 && n <= 3600)
+      return std::chrono::seconds{n};
+  }
+  return interrupt_deadline;
+}
+
+/// Started once, at the first interrupt a guard took: if the CLI still
+/// runs at the deadline (a node that never answers the cancel, or never
+/// ends the command), it says so on stderr and exits with 128 + the
+/// signal, without the command's result.
+void start_deadline() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::thread{[limit = deadline()] {
+      std::this_thread::sleep_for(limit);
+      auto line = fmt::format("sandbox: interrupted: the command did not end "
+                              "within {} s of the interrupt; exiting without "
+                              "its result (it may still run on the node)\n",
+                              limit.count());
+      (void) !::write(2, line.data(), line.size());
+      _exit(128 + first_signal.load());
+    }}.detach();
+  });
 }
 
 } // namespace
@@ -41,10 +81,13 @@ void install_interrupt_handling() {
       // Called under the lock: the guard (and what its handler refers to)
       // cannot go away meanwhile.
       std::lock_guard<std::mutex> guard{mtx};
-      if (handler)
-        handler();
-      else
+      if (!handler)
         _exit(128 + first_signal.load());
+      // Before the handler: a cancel sent to a node that never answers
+      // would otherwise hold this thread, and the CLI, for good.
+      if (bounded)
+        start_deadline();
+      handler();
     }
   }}.detach();
 }
@@ -57,14 +100,17 @@ void forget_interrupt() {
   first_signal.store(0);
 }
 
-interrupt_guard::interrupt_guard(std::function<void()> on_interrupt) {
+interrupt_guard::interrupt_guard(std::function<void()> on_interrupt,
+                                 bool with_deadline) {
   std::lock_guard<std::mutex> guard{mtx};
   previous_ = std::exchange(handler, std::move(on_interrupt));
+  previous_bounded_ = std::exchange(bounded, with_deadline);
 }
 
 interrupt_guard::~interrupt_guard() {
   std::lock_guard<std::mutex> guard{mtx};
   handler = std::move(previous_);
+  bounded = previous_bounded_;
 }
 
 } // namespace sandbox::cli

@@ -1,8 +1,17 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 
 namespace sandbox::cli {
+
+/// How long the CLI waits after an interrupt for the command to end and
+/// its session to stop (the node's answer to the cancel, the stop's
+/// receipt) before it exits anyway with 128 + the signal, saying so on
+/// stderr. SANDBOX_INTERRUPT_DEADLINE (seconds, 1 to 3600) overrides it.
+/// Longer than a stop takes on a node that answers (its stop plan's grace,
+/// kill and verify stages).
+constexpr std::chrono::seconds interrupt_deadline{30};
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in every thread and starts the one
 /// thread that waits for them. Call in main before any other thread exists.
@@ -19,19 +28,24 @@ int interrupted_by();
 void forget_interrupt();
 
 /// While alive, an interrupt calls `on_interrupt` (e.g. cancel the running
-/// command, which then ends with its result) instead of exiting. The call
+/// command, which then ends with its result) instead of exiting, and starts
+/// the `interrupt_deadline`. The call
 /// happens under a lock the destructor also takes: once the guard is gone,
 /// its handler is neither running nor called again. Guards nest: the
 /// destructor puts back the handler of the guard that was active before.
 class interrupt_guard {
 public:
-  explicit interrupt_guard(std::function<void()> on_interrupt);
+  /// Without `with_deadline` (serve, whose stop of every session takes as
+  /// long as it takes) an interrupt starts no deadline.
+  explicit interrupt_guard(std::function<void()> on_interrupt,
+                           bool with_deadline = true);
   ~interrupt_guard();
   interrupt_guard(const interrupt_guard&) = delete;
   interrupt_guard& operator=(const interrupt_guard&) = delete;
 
 private:
   std::function<void()> previous_;
+  bool previous_bounded_ = true;
 };
 
 } // namespace sandbox::cli

@@ -200,6 +200,13 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
                           "sessions a command creates: it does nothing for "
                           "an existing session (--session), session list or "
                           "session stop");
+  if (auto limit = g.limit_text.first_given();
+      !limit.empty() && (!g.session.empty() || !creates))
+    return usage_error(g, fmt::format("{} limits the contained sessions a "
+                                      "command creates: it does nothing for "
+                                      "an existing session (--session), "
+                                      "session list or session stop",
+                                      limit));
   if (serving && (!g.nodes.empty() || !g.session.empty()))
     return usage_error(g,
                        fmt::format("serve: {} is for clients of a node",
@@ -221,6 +228,64 @@ std::optional<int> isolation_from_env(CLI::App& app, global_options& g) {
                                       "contained, got {}",
                                       v));
   g.isolation = v;
+  return std::nullopt;
+}
+
+/// The limit options (docs/security.md, "Limits"), global like
+/// --isolation: every command that creates sessions takes them.
+void add_limit_options(CLI::App& app, global_options::limit_flags& f) {
+  // An empty value is not "not given": it is refused, naming the option.
+  auto note_empty = [&f](const char* name) {
+    return [&f, name](const std::string& v) {
+      if (v.empty() && f.given_empty.empty())
+        f.given_empty = name;
+    };
+  };
+  app
+    .add_option("--memory", f.memory,
+                "SIZE: memory of a contained session's processes together "
+                "(e.g. 512M, 2G; default 2G; 0: none); serve: the node's "
+                "default")
+    ->each(note_empty("--memory"));
+  app
+    .add_option("--pids", f.pids,
+                "N: processes of a contained session together (default "
+                "512; 0: none)")
+    ->each(note_empty("--pids"));
+  app
+    .add_option("--cpu", f.cpu,
+                "SECONDS: CPU time of each process of a contained session "
+                "(default 3600; 0: none)")
+    ->each(note_empty("--cpu"));
+  app
+    .add_option("--tmp-size", f.tmp_size,
+                "SIZE: the private /tmp and /dev/shm of a contained "
+                "session, each (default 1G)")
+    ->each(note_empty("--tmp-size"));
+  app
+    .add_option("--max-connections", f.max_connections,
+                "N: connections the node forwards for a contained session "
+                "at once (default 256; 0: none)")
+    ->each(note_empty("--max-connections"));
+}
+
+/// Parses the limit flags into `g.limits`; a bad value is a usage error
+/// naming the option. Limits are for contained sessions: for a session
+/// that is not contained (--isolation none, or the embedded node's default)
+/// they would do nothing, and say so. `serve` takes them whatever its
+/// default: its clients may ask for contained sessions.
+std::optional<int> limits_from_flags(CLI::App& app, global_options& g) {
+  auto limits = parse_limits(g.limit_text);
+  if (!limits)
+    return usage_error(g, limits.error().message);
+  g.limits = *limits;
+  if (app.get_subcommand("serve")->parsed())
+    return std::nullopt;
+  bool embedded_none = g.nodes.empty() && g.isolation.empty();
+  if (g.limits && (g.isolation == "none" || embedded_none))
+    return usage_error(g, fmt::format("{} limits contained sessions: add "
+                                      "--isolation contained",
+                                      g.limit_text.first_given()));
   return std::nullopt;
 }
 
@@ -270,6 +335,7 @@ int main(int argc, char** argv) {
                 "creates may connect to (repeatable; serve: the node's "
                 "default); see docs/security.md")
     ->allow_extra_args(false);
+  add_limit_options(app, g.limit_text);
   std::vector<command> commands;
   commands.push_back(add_run(app, g));
   commands.push_back(add_code(app, g));
@@ -354,6 +420,8 @@ int main(int argc, char** argv) {
       if (auto bad = check_scope(app, g))
         status = *bad;
       else if (auto bad = isolation_from_env(app, g))
+        status = *bad;
+      else if (auto bad = limits_from_flags(app, g))
         status = *bad;
       else if (auto bad = check_tls(g))
         status = *bad;

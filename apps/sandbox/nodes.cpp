@@ -64,6 +64,8 @@ void apply_isolation(const global_options& g, actors::session_config& cfg) {
     cfg.isolation = *mode;
   if (!g.allow_net.empty())
     cfg.allow_net = g.allow_net;
+  if (g.limits)
+    cfg.limits = *g.limits;
 }
 
 result<acquired_session> acquire_session(const global_options& g,

@@ -471,7 +471,8 @@ CAF_TEST(a fork bomb is bounded by the process limit and reported) {
   }
   session_config cfg;
   cfg.home_directory = dir.path + "/home";
-  cfg.limits.processes = 32;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->processes = 32;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto honest = run(*s, "true");
@@ -504,7 +505,8 @@ CAF_TEST(a memory hog is ended by the memory limit and the result says so) {
   session_config cfg;
   cfg.home_directory = dir.path + "/home";
   // Room for a sanitizer runtime's own memory.
-  cfg.limits.memory = 256 << 20;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->memory = 256 << 20;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto child = std::string{sandbox::test::test_child()};
@@ -528,8 +530,9 @@ CAF_TEST(cpu time and file size limits end a command and are named) {
     return;
   session_config cfg;
   cfg.home_directory = dir.path + "/home";
-  cfg.limits.cpu_seconds = 1;
-  cfg.limits.file_size = 1 << 20;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->cpu_seconds = 1;
+  cfg.limits->file_size = 1 << 20;
   auto s = blocking_session::create(*node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto cpu = run(*s,
@@ -548,13 +551,51 @@ CAF_TEST(cpu time and file size limits end a command and are named) {
   (void) s->stop();
 }
 
+CAF_TEST(a session without limits gets the node default limits) {
+  if (!host_can_contain())
+    return;
+  if (!sandbox::host_isolation().has_controller("pids")) {
+    CAF_MESSAGE("skipped: no cgroup pids controller");
+    return;
+  }
+  // What `serve --pids 32` gives its node.
+  auto rcfg = sandbox::test::node_fixture::config();
+  rcfg.isolation = isolation_mode::contained;
+  rcfg.limits.processes = 32;
+  sandbox::actors::node_config ncfg;
+  ncfg.base_directory = out.path + "/base";
+  sandbox::actors::embedded_node limited{rcfg, ncfg};
+  session_config cfg;
+  cfg.home_directory = dir.path + "/home";
+  auto s = blocking_session::create(limited, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  auto r = run(*s, "ASAN_OPTIONS=detect_leaks=0 "
+                     + std::string{sandbox::test::test_child()} + " fork-bomb");
+  CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
+  // The session's first execution.
+  CAF_CHECK(
+    has_violation(r.violations, sandbox::violation_kind::process_limit, 1));
+  auto receipt = s->stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  CAF_CHECK_EQUAL(receipt->survivors, 0u);
+}
+
+CAF_TEST(a node limits contained sessions by default) {
+  auto limits = sandbox::actors::runtime_config{}.limits;
+  CAF_CHECK_EQUAL(limits.memory, uint64_t{2} << 30);
+  CAF_CHECK_EQUAL(limits.processes, 512u);
+  CAF_CHECK_EQUAL(limits.tmp_size, uint64_t{1} << 30);
+  CAF_CHECK_EQUAL(limits.max_connections, 256u);
+}
+
 CAF_TEST(a limit the host cannot give is refused and named) {
   if (!host_can_contain())
     return;
   if (sandbox::host_isolation().has_controller("pids"))
     return;
   session_config cfg;
-  cfg.limits.processes = 32;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->processes = 32;
   auto s = blocking_session::create(*node, cfg);
   CAF_REQUIRE(!s);
   CAF_CHECK(s.error().code == sandbox::errc::unsupported);

@@ -88,7 +88,8 @@ CAF_TEST(connections beyond max connections are reset and reported) {
   cfg.home_directory = dir.path + "/home";
   cfg.allow_net
     = std::vector<std::string>{"127.0.0.1:" + std::to_string(dest.port)};
-  cfg.limits.max_connections = 2;
+  cfg.limits = sandbox::isolation_limits{};
+  cfg.limits->max_connections = 2;
   auto s = blocking_session::create(node, cfg);
   SANDBOX_REQUIRE_OK(s);
   auto fetch = std::string{sandbox::test::test_child()} + " fetch "

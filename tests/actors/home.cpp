@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "fixture.hpp"
+#include "helpers/can_contain.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/embedded_node.hpp"
 
@@ -62,11 +63,20 @@ CAF_TEST(the default home is private to the user) {
   auto s = make_session();
   auto info = s.info();
   SANDBOX_REQUIRE_OK(info);
-  CAF_CHECK_EQUAL(info->home_directory, home);
+  // A contained session's is its own, below the same private directory.
+  auto own = private_dir + "/homes/" + info->id;
+  auto expected = test::contained_run() ? own : home;
+  CAF_CHECK_EQUAL(info->home_directory, expected);
   auto r = s.execute("echo $HOME; touch $HOME/x");
   SANDBOX_REQUIRE_OK(r);
-  CAF_CHECK_EQUAL(r->stdout_data, home + "\n");
+  CAF_CHECK_EQUAL(r->stdout_data, expected + "\n");
   CAF_CHECK_EQUAL(r->exit_code, 0);
+  if (test::contained_run()) {
+    struct stat st;
+    CAF_REQUIRE_EQUAL(::lstat(own.c_str(), &st), 0);
+    CAF_CHECK_EQUAL(st.st_mode & 07777, 0700u);
+    return;
+  }
   for (auto& path : {private_dir, home}) {
     struct stat st;
     CAF_REQUIRE_EQUAL(::lstat(path.c_str(), &st), 0);
@@ -100,12 +110,18 @@ CAF_TEST(a symlink planted at the home itself is refused) {
   auto victim = dir.path + "/victim";
   CAF_REQUIRE_EQUAL(::mkdir(victim.c_str(), 0777), 0);
   CAF_REQUIRE_EQUAL(::mkdir(private_dir.c_str(), 0700), 0);
-  CAF_REQUIRE_EQUAL(::symlink(victim.c_str(), home.c_str()), 0);
   auto s = make_session();
+  // The home this session gets (a contained one's own, below `homes`).
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  auto planted = info->home_directory;
+  if (planted != home)
+    CAF_REQUIRE_EQUAL(::mkdir((private_dir + "/homes").c_str(), 0700), 0);
+  CAF_REQUIRE_EQUAL(::symlink(victim.c_str(), planted.c_str()), 0);
   auto r = s.execute("echo pwned > $HOME/x");
   CAF_REQUIRE(!r);
   CAF_CHECK(r.error().code == errc::permission_denied);
-  CAF_CHECK(contains(r.error().message, home));
+  CAF_CHECK(contains(r.error().message, planted));
   struct stat st;
   CAF_CHECK_NOT_EQUAL(::lstat((victim + "/x").c_str(), &st), 0);
 }
@@ -200,6 +216,111 @@ CAF_TEST(NUL bytes in the session directories are refused naming them) {
   CAF_CHECK(s.error().code == errc::invalid_argument);
   CAF_CHECK(contains(s.error().message, "home_directory"));
   CAF_CHECK_NOT_EQUAL(::lstat((dir.path + "/badhome").c_str(), &st), 0);
+}
+
+// -- the own home of a contained session (reliability-2 A4) -------------------
+
+/// A contained session with the default home on this fixture's node.
+result<blocking_session> make_contained(fixture& f, const std::string& wd) {
+  if (!f.node)
+    f.start(f.tmp);
+  session_config cfg;
+  cfg.working_directory = f.dir.path + "/" + wd;
+  cfg.isolation = isolation_mode::contained;
+  return blocking_session::create(*f.node, cfg);
+}
+
+CAF_TEST(two contained sessions do not see each other home files) {
+  if (!test::host_can_contain())
+    return;
+  // The homes outside /tmp, where the session's private /tmp would hide
+  // them anyway: what keeps B out is the deny of `homes`.
+  test::outside_dir outside;
+  start(outside.path);
+  auto a = make_contained(*this, "a");
+  auto b = make_contained(*this, "b");
+  SANDBOX_REQUIRE_OK(a);
+  SANDBOX_REQUIRE_OK(b);
+  auto wrote = a->execute("echo secret-from-A > $HOME/note");
+  SANDBOX_REQUIRE_OK(wrote);
+  CAF_CHECK_EQUAL(wrote->exit_code, 0);
+  // Both run: B looks while A's note is there.
+  // Its home is empty, and cat fails.
+  auto looked = b->execute("ls -A $HOME; cat $HOME/note");
+  SANDBOX_REQUIRE_OK(looked);
+  CAF_CHECK_NOT_EQUAL(looked->exit_code, 0);
+  CAF_CHECK_EQUAL(looked->stdout_data, "");
+  // Nor can B read it where it lies on the host.
+  auto a_info = a->info();
+  SANDBOX_REQUIRE_OK(a_info);
+  auto peeked = b->execute("cat " + a_info->home_directory + "/note");
+  SANDBOX_REQUIRE_OK(peeked);
+  CAF_CHECK(peeked->stdout_data.find("secret-from-A") == std::string::npos);
+  if (host_isolation().read_watch) {
+    // Refused (EPERM) and reported, not just empty.
+    CAF_CHECK_NOT_EQUAL(peeked->exit_code, 0);
+    bool reported = false;
+    for (auto& v : peeked->violations)
+      reported = reported || v.kind == violation_kind::read_denied;
+    CAF_CHECK(reported);
+  }
+  // Nor is it in the shared home of the none sessions.
+  struct stat st;
+  auto shared = fmt::format("{}/sandbox-{}/home", outside.path, ::getuid());
+  CAF_CHECK_NOT_EQUAL(::lstat((shared + "/note").c_str(), &st), 0);
+  (void) a->stop();
+  (void) b->stop();
+}
+
+CAF_TEST(a contained command reads back what an earlier one wrote to HOME) {
+  if (!test::host_can_contain())
+    return;
+  auto s = make_contained(*this, "w");
+  SANDBOX_REQUIRE_OK(s);
+  auto wrote = s->execute("echo kept > $HOME/kept");
+  SANDBOX_REQUIRE_OK(wrote);
+  CAF_CHECK_EQUAL(wrote->exit_code, 0);
+  auto read = s->execute("cat $HOME/kept");
+  SANDBOX_REQUIRE_OK(read);
+  CAF_CHECK_EQUAL(read->stdout_data, "kept\n");
+  (void) s->stop();
+}
+
+CAF_TEST(the own home of a contained session is gone after its stop) {
+  if (!test::host_can_contain())
+    return;
+  auto s = make_contained(*this, "g");
+  SANDBOX_REQUIRE_OK(s);
+  auto info = s->info();
+  SANDBOX_REQUIRE_OK(info);
+  auto r = s->execute("mkdir -p $HOME/deep/er && echo x > $HOME/deep/er/f && "
+                      "ln -s / $HOME/root-link");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->exit_code, 0);
+  struct stat st;
+  CAF_REQUIRE_EQUAL(::lstat(info->home_directory.c_str(), &st), 0);
+  auto receipt = s->stop();
+  SANDBOX_REQUIRE_OK(receipt);
+  // Gone when the receipt is in, the link removed and not followed.
+  CAF_CHECK_NOT_EQUAL(::lstat(info->home_directory.c_str(), &st), 0);
+  CAF_CHECK_EQUAL(::lstat("/usr/bin", &st), 0);
+}
+
+CAF_TEST(an explicit home of a contained session is kept after its stop) {
+  if (!test::host_can_contain())
+    return;
+  start(tmp);
+  session_config cfg;
+  cfg.working_directory = dir.path + "/e";
+  cfg.home_directory = dir.path + "/explicit-home";
+  cfg.isolation = isolation_mode::contained;
+  auto s = blocking_session::create(*node, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  auto r = s->execute("echo x > $HOME/f");
+  SANDBOX_REQUIRE_OK(r);
+  (void) s->stop();
+  struct stat st;
+  CAF_CHECK_EQUAL(::lstat((cfg.home_directory + "/f").c_str(), &st), 0);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -93,8 +93,18 @@ CAF_TEST(session configs and infos survive serialization) {
   c.env = {{"K", "V"}};
   c.detached = true;
   c.allow_net = std::vector<std::string>{"127.0.0.1:80", "[::1]:443"};
+  c.limits = sandbox::isolation_limits{};
+  c.limits->memory = 1u << 29;
+  c.limits->processes = 64;
+  c.limits->tmp_size = 1u << 28;
   auto dc = round_trip(c);
   CAF_CHECK(dc.detached);
+  CAF_REQUIRE(dc.limits);
+  CAF_CHECK_EQUAL(dc.limits->memory, 1u << 29);
+  CAF_CHECK_EQUAL(dc.limits->processes, 64u);
+  CAF_CHECK_EQUAL(dc.limits->tmp_size, 1u << 28);
+  // Unset: the node's limits.
+  CAF_CHECK(!round_trip(actors::session_config{}).limits);
   CAF_REQUIRE(dc.allow_net);
   CAF_CHECK(*dc.allow_net == *c.allow_net);
   CAF_CHECK(!round_trip(actors::session_config{}).allow_net);

@@ -237,3 +237,37 @@ CAF_TEST(with node the session lives on that node and ends with the server) {
   CAF_CHECK_EQUAL(listed.status, 0);
   CAF_CHECK_EQUAL(listed.out, "");
 }
+
+CAF_TEST(mcp takes the limits of its contained session) {
+  // Reliability-2 A10: `mcp --pids N` bounds what the session's commands
+  // can start. Where the host cannot give a contained session with a
+  // process limit, the server says so on stderr and exits 1 instead.
+  temp_dir work;
+  auto r = run_mcp({"--isolation", "contained", "--pids", "16", "--workdir",
+                    work.path},
+                   initialize + "\n");
+  if (r.status == 1
+      && r.err.find("cannot create a contained session") != std::string::npos) {
+    CAF_MESSAGE("skipped: " << r.err);
+    return;
+  }
+  CAF_REQUIRE_EQUAL(r.status, 0);
+  mcp_process mcp{
+    {"--isolation", "contained", "--pids", "16", "--workdir", work.path}};
+  mcp.send(initialize);
+  mcp.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":)"
+           R"({"name":"shell","arguments":{"command":)"
+           R"("i=0; while [ $i -lt 64 ]; do sleep 60 & i=$((i+1)); done"}}})");
+  CAF_REQUIRE(mcp.wait_for("\"id\":2", std::chrono::seconds{60}));
+  CAF_CHECK_EQUAL(mcp.finish(), 0);
+  auto lines = json_lines(mcp.seen);
+  CAF_REQUIRE_EQUAL(lines.size(), 2u);
+  auto text = lines[1]["result"]["content"][0]["text"].get<std::string>();
+  // The shell could not start the 64 sleeps: the limit held.
+  if (text.find("fork") == std::string::npos)
+    CAF_FAIL("no refused fork in: " << text);
+  // A bad limit is a usage error naming it, before any session.
+  auto bad = run_mcp({"--isolation", "contained", "--pids", "x"}, "");
+  CAF_CHECK_EQUAL(bad.status, 2);
+  CAF_CHECK(bad.err.find("--pids") != std::string::npos);
+}

@@ -73,6 +73,16 @@ env_map call_env(const session_state& st, const env_map& call,
 result<void> ensure_home(session_state& st) {
   if (st.home_ready)
     return {};
+  // An own home (`<user directory>/homes/<id>`) needs the user directory
+  // above `homes` first; make_private_home makes `homes` and the home.
+  if (st.p.own_home) {
+    auto homes = st.p.home_directory.substr(0, st.p.home_directory.rfind('/'));
+    auto user_dir = homes.substr(0, homes.rfind('/'));
+    if (auto ok = make_private_directory(user_dir); !ok)
+      return error{ok.error().code,
+                   fmt::format("cannot prepare the home {}: {}",
+                               st.p.home_directory, ok.error().message)};
+  }
   if (auto ok = make_private_home(st.p.home_directory); !ok)
     return ok.error();
   st.home_ready = true;

@@ -42,16 +42,23 @@ make_session_params(runtime_ptr rt, const session_config& cfg,
                              "contained sessions only: this one is {}",
                              cfg.allow_net->front(), to_string(p.isolation))};
   if (p.isolation == isolation_mode::contained) {
-    auto missing = host_isolation().missing(cfg.limits);
-    if (missing.empty() && (cfg.limits.memory > 0 || cfg.limits.processes > 0)
+    auto& limits = cfg.limits ? *cfg.limits : rt->config().limits;
+    auto missing = host_isolation().missing(limits);
+    if (missing.empty() && (limits.memory > 0 || limits.processes > 0)
         && rt->containment() != containment_mode::cgroup)
       missing = "the cgroup mode (for a memory or process limit)";
+    // Say which limits the session asked (or got from the node), and how
+    // to do without them.
+    if (!missing.empty() && (limits.memory > 0 || limits.processes > 0))
+      missing += fmt::format("; the session's limits are memory {} bytes "
+                             "and processes {} (0 lifts one)",
+                             limits.memory, limits.processes);
     if (!missing.empty())
       return error{errc::unsupported,
                    fmt::format("cannot create a contained session: this "
                                "host lacks {}",
                                missing)};
-    p.limits = cfg.limits;
+    p.limits = limits;
     // Names are looked up once, by the caller or here (see
     // docs/security.md).
     std::optional<result<std::vector<net_destination>>> here;
@@ -63,6 +70,12 @@ make_session_params(runtime_ptr rt, const session_config& cfg,
                                allow->error().message)};
     p.allow_net = **allow;
     p.deny = rt->config().isolation_deny;
+    // The shared home of the none sessions and the own homes of the other
+    // contained sessions (its own is kept below `homes`, as a working
+    // directory below the base directory).
+    auto& temp = rt->config().temp_directory;
+    p.deny.push_back(fs::resolve(*cwd, default_home(temp)));
+    p.deny.push_back(fs::resolve(*cwd, user_directory(temp) + "/homes"));
     if (!base_directory.empty())
       p.deny.push_back(fs::resolve(*cwd, base_directory));
   }
@@ -78,10 +91,16 @@ make_session_params(runtime_ptr rt, const session_config& cfg,
   if (!wd)
     return wd.error();
   if (cfg.home_directory.empty()) {
-    // Made, private, at the first execution (ensure_home).
-    p.home_directory = fs::resolve(*cwd,
-                                   default_home(rt->config().temp_directory));
+    // Made, private, at the first execution (ensure_home). A contained
+    // session gets one of its own, so that nothing it leaves in its home
+    // reaches another session, contained or not (docs/security.md).
+    auto& temp = rt->config().temp_directory;
+    p.home_directory = fs::resolve(
+      *cwd, p.isolation == isolation_mode::contained
+              ? fmt::format("{}/homes/{}", user_directory(temp), p.id)
+              : default_home(temp));
     p.private_home = true;
+    p.own_home = p.isolation == isolation_mode::contained;
   } else {
     auto hd = make_directories(fs::resolve(*cwd, cfg.home_directory),
                                "home directory");

@@ -143,6 +143,10 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       }
     },
     [self](ended_atom, const stop_receipt& receipt) {
+      // The sweep's receipt, or the same handed back by the removal of the
+      // session's own home.
+      if (self->state.removing_home)
+        self->state.home_removed = true;
       self->state.sweep = receipt;
       maybe_complete_stop(self);
     },

@@ -32,6 +32,10 @@ struct session_params {
   /// to the user, lstat-checked) at its first execution, so that a session
   /// used only for files needs no usable temp directory.
   bool private_home = false;
+  /// `home_directory` is the session's own default home
+  /// (`<user directory>/homes/<id>`, a contained session without a home
+  /// asked for): the stop removes it with everything in it.
+  bool own_home = false;
   env_map env;
   /// The session's one leased TCP port (§18); released when it stops.
   /// Shared only because actor arguments must be copyable.

@@ -98,6 +98,10 @@ struct session_state {
   bool stopped = false;
   /// Stop bookkeeping: the sweep's receipt and results still awaited.
   std::optional<stop_receipt> sweep;
+  /// The removal of an own home (`session_params::own_home`) runs on the
+  /// file pool: started, then done (it hands the sweep back).
+  bool removing_home = false;
+  bool home_removed = false;
   size_t awaiting = 0;
   std::optional<stop_receipt> receipt;
   std::vector<caf::typed_response_promise<stop_receipt>> stop_waiters;

@@ -1,11 +1,47 @@
 #include "session/state.hpp"
 
+#include <filesystem>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "weak_send.hpp"
+
 namespace sandbox::actors::session_detail {
+
+namespace {
+
+/// Removes the session's own home with everything in it (symlinks are
+/// removed, never followed) on the file pool, once nothing of the session
+/// runs: its init and PID namespace are ended first. The sweep's receipt
+/// comes back in `ended`, and the stop completes with the home gone.
+void remove_own_home(self_ptr self) {
+  auto& st = self->state;
+  st.removing_home = true;
+  st.contained.reset();
+  boost::asio::post(st.p.rt->file_pool(), [weak = weak_self(self, *st.p.rt),
+                                           home = st.p.home_directory,
+                                           tag = st.p.id, receipt = *st.sweep] {
+    std::error_code ec;
+    std::filesystem::remove_all(home, ec);
+    if (ec)
+      log::logger()->warn("{} cannot remove its home {}: {}", log::tag{tag},
+                          home, ec.message());
+    send_if_alive<session_actor_impl>(weak, ended_atom_v, receipt);
+  });
+}
+
+} // namespace
 
 void maybe_complete_stop(self_ptr self) {
   auto& st = self->state;
   if (!st.sweep || st.awaiting > 0 || st.receipt)
     return;
+  if (st.p.own_home && !st.home_removed) {
+    if (!st.removing_home)
+      remove_own_home(self);
+    return;
+  }
   st.receipt = *st.sweep;
   log::logger()->info("{} stopped: {} ended, {} killed, {} survivors ({})",
                       log::tag{st.p.id}, st.receipt->ended, st.receipt->killed,

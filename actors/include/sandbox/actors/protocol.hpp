@@ -60,7 +60,8 @@ typename Inspector::result_type inspect(Inspector& f, exec_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, isolation_limits& x) {
   return f(caf::meta::type_name("sandbox::isolation_limits"), x.cpu_seconds,
-           x.file_size, x.open_files, x.memory, x.processes, x.max_connections);
+           x.file_size, x.open_files, x.memory, x.processes, x.max_connections,
+           x.tmp_size);
 }
 
 template <class Inspector>
@@ -91,8 +92,9 @@ struct session_config {
   /// (`runtime_config::isolation`). A contained session the host cannot
   /// fully give is refused (`unsupported`, naming what is missing).
   caf::optional<isolation_mode> isolation;
-  /// Limits of a contained session (ignored by `none`).
-  isolation_limits limits;
+  /// Limits of a contained session (ignored by `none`); unset: the node's
+  /// (`runtime_config::limits`). Set, they replace the node's as a whole.
+  caf::optional<isolation_limits> limits;
   /// Outside destinations (`HOST:PORT`) commands of a contained session may
   /// connect to (docs/security.md); unset: the node's default
   /// (`runtime_config::allow_net`). A `none` session must leave it unset

@@ -29,6 +29,18 @@ enum class containment_choice : uint8_t {
   process_group,
 };
 
+/// The limits of contained sessions whose config sets none, unless the
+/// node's config says otherwise (docs/security.md, "Limits"): 2 GiB of
+/// memory and 512 processes per session, a 1 GiB private /tmp, and the
+/// other `isolation_limits` defaults.
+inline isolation_limits default_contained_limits() {
+  isolation_limits l;
+  l.memory = uint64_t{2} << 30;
+  l.processes = 512;
+  l.tmp_size = uint64_t{1} << 30;
+  return l;
+}
+
 /// Settings of a node that every session shares. `validate` says whether a
 /// node can work with them; a node started with invalid ones refuses every
 /// request with that error.
@@ -76,6 +88,12 @@ struct runtime_config {
   /// Outside destinations (`HOST:PORT`) that commands of contained sessions
   /// may connect to when their config names none (docs/security.md).
   std::vector<std::string> allow_net;
+  /// The limits of contained sessions whose config sets none. The memory
+  /// and process limits need the cgroup mode with the `memory` and `pids`
+  /// controllers: where the host lacks them, `validate` refuses a node
+  /// whose default isolation is `contained`, and a contained session that
+  /// would get them is refused (`unsupported`); 0 lifts a limit.
+  isolation_limits limits = default_contained_limits();
 };
 
 /// Checks every value of `cfg`, including that the shell is an absolute
