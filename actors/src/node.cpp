@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -23,7 +22,6 @@
 
 #include "caf_error.hpp"
 #include "events.hpp"
-#include "handoff_policy.hpp"
 #include "remote/peer_identity.hpp"
 #include "sandbox/contain/session_net.hpp"
 #include "sandbox/fs/path_resolver.hpp"
@@ -90,23 +88,15 @@ struct node_state {
 
 using self_ptr = node_actor_impl::stateful_pointer<node_state>;
 
-/// The client identity of the sender of the current message: `local` in
-/// this process, the identity of its connection's client for a remote one
-/// (peer_identity.hpp), empty (nobody) for a sender that is unknown or
-/// anonymous.
+/// The client identity of the sender (see `node_config::admins`); call it
+/// before `make_response_promise`, which takes the sender out of the
+/// message.
 std::string caller(self_ptr self) {
-  auto& src = self->current_sender();
-  if (!src)
-    return {};
-  if (src->node() == self->node())
-    return detail::local_identity;
-  return detail::peer_identity(src->node()).value_or(std::string{});
+  return detail::caller_identity(self);
 }
 
 bool is_admin(const node_state& st, const std::string& who) {
-  return who == detail::local_identity
-         || std::find(st.cfg.admins.begin(), st.cfg.admins.end(), who)
-              != st.cfg.admins.end();
+  return detail::is_admin(st.cfg.admins, who);
 }
 
 /// Whether `who` may see, use and stop the session `entry`: its creator
@@ -114,6 +104,16 @@ bool is_admin(const node_state& st, const std::string& who) {
 bool may_use(const node_state& st, const std::string& who,
              const node_entry& entry) {
   return (!who.empty() && who == entry.owner) || is_admin(st, who);
+}
+
+/// Tells the doors who may address the session `handle` by its number:
+/// `owner` and the admins (see peer_identity.hpp).
+void guard_session(const node_state& st, const session_actor& handle,
+                   const std::string& owner) {
+  auto who = st.cfg.admins;
+  if (!owner.empty())
+    who.push_back(owner);
+  detail::note_owned_actor(handle.node(), handle.id(), std::move(who));
 }
 
 /// Whether the current message comes from this process (the node's own
@@ -325,48 +325,6 @@ result<void> validate(const node_config& cfg) {
   return {};
 }
 
-namespace {
-
-caf::actor_system::module* make_handoff_coordinator(caf::actor_system& sys) {
-  return new handoff_coordinator(sys);
-}
-
-} // namespace
-
-void configure_scheduler(caf::actor_system_config& cfg,
-                         const scheduler_config& sched) {
-  // A second call replaces what a first one chose.
-  using factory = caf::actor_system::module* (*) (caf::actor_system&);
-  auto& mods = cfg.module_factories;
-  mods.erase(std::remove_if(mods.begin(), mods.end(),
-                            [](const auto& f) {
-                              auto* fn = f.template target<factory>();
-                              return fn != nullptr
-                                     && *fn == &make_handoff_coordinator;
-                            }),
-             mods.end());
-  switch (sched.policy) {
-    case scheduler_policy::sharing:
-      cfg.set("scheduler.policy", caf::atom("sharing"));
-      break;
-    case scheduler_policy::stealing:
-      cfg.set("scheduler.policy", caf::atom("stealing"));
-      break;
-    case scheduler_policy::handoff:
-      // CAF knows no such policy: the node loads its own scheduler module,
-      // and the key only names it.
-      cfg.set("scheduler.policy", caf::atom("handoff"));
-      mods.emplace_back(&make_handoff_coordinator);
-      break;
-  }
-  if (sched.threads > max_scheduler_threads)
-    return;
-  size_t threads = sched.threads;
-  if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
-  cfg.set("scheduler.max-threads", threads);
-}
-
 /// Creates the session `cfg` asks for, its allow list looked up already
 /// (`allow`) or not (null), and answers through `rp`.
 void create_session(self_ptr self, const session_config& cfg,
@@ -393,6 +351,7 @@ void create_session(self_ptr self, const session_config& cfg,
   params->node = self->address();
   auto handle = spawn_session(self->system(), std::move(*params));
   self->monitor(handle);
+  guard_session(st, handle, owner);
   log::logger()->info("{} created in {} for {}{}", log::tag{info.id},
                       info.working_directory, owner.empty() ? "nobody" : owner,
                       cfg.detached ? " (detached)" : "");
@@ -422,6 +381,9 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
   self->set_down_handler([self](caf::down_msg& msg) {
     if (on_owner_down(self, msg))
       return;
+    // Sessions are monitored from their start: this one is gone.
+    if (msg.source && msg.source.node() == self->node())
+      detail::forget_owned_actor(msg.source.node(), msg.source.id());
     auto& sessions = self->state.sessions;
     for (auto i = sessions.begin(); i != sessions.end(); ++i)
       if (i->second.handle.address() == msg.source) {
@@ -433,8 +395,9 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     [self](create_atom,
            session_config& cfg) -> caf::result<session_actor, session_info> {
       auto& st = self->state;
-      auto rp = self->make_response_promise<session_actor, session_info>();
+      // Before the promise, which takes the sender out of the message.
       auto owner = caller(self);
+      auto rp = self->make_response_promise<session_actor, session_info>();
       auto entries = allowlist_to_resolve(*st.rt, cfg);
       if (entries.empty()) {
         create_session(self, cfg, nullptr, rp, std::move(owner));
@@ -510,8 +473,8 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     },
     [self](list_atom) -> caf::result<std::vector<session_info>> {
       auto& st = self->state;
-      auto rp = self->make_response_promise<std::vector<session_info>>();
       auto who = caller(self);
+      auto rp = self->make_response_promise<std::vector<session_info>>();
       std::vector<const node_entry*> visible;
       for (auto& [id, entry] : st.sessions)
         if (may_use(st, who, entry))
@@ -585,9 +548,9 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     },
     [self](stop_atom) -> caf::result<uint32_t> {
       auto& st = self->state;
-      auto rp = self->make_response_promise<uint32_t>();
       // An admin stops every session, any other client its own.
       auto who = caller(self);
+      auto rp = self->make_response_promise<uint32_t>();
       std::map<std::string, node_entry> stopping;
       if (is_admin(st, who))
         stopping.swap(st.sessions);

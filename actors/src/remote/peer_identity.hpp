@@ -7,9 +7,12 @@
 // notes here which node id that connection carries. The node actor asks
 // for the sender's node id (docs/distributed.md, "Who owns a session").
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include <caf/fwd.hpp>
 #include <caf/node_id.hpp>
 
 namespace sandbox::actors::detail {
@@ -30,5 +33,30 @@ void unbind_peer(const caf::node_id& id);
 /// The identity of the client whose connection carries `id`; none when no
 /// connection through a door carries it.
 std::optional<std::string> peer_identity(const caf::node_id& id);
+
+/// The client identity of the sender of the message `self` handles:
+/// `local_identity` in this process, the identity of its connection's
+/// client for a remote one (see `peer_identity`), empty (nobody) for a
+/// sender that is unknown or anonymous.
+std::string caller_identity(caf::local_actor* self);
+
+/// Whether `who` is an admin: `local_identity` or one of `admins`.
+bool is_admin(const std::vector<std::string>& admins, const std::string& who);
+
+/// Notes that the actor `id` of the actor system `home` (a session) may be
+/// addressed by remote clients of the identities `who` only: a peer that
+/// addresses it by its number in any other identity's name is dropped by
+/// the door (actor numbers are small and counted up per actor system: a
+/// client could guess them).
+void note_owned_actor(const caf::node_id& home, caf::actor_id id,
+                      std::vector<std::string> who);
+
+/// The actor `id` of `home` is gone (see `note_owned_actor`).
+void forget_owned_actor(const caf::node_id& home, caf::actor_id id);
+
+/// Whether a client of identity `who` may address the actor `id` of
+/// `home`: always, unless `note_owned_actor` named it for others only.
+bool may_address(const caf::node_id& home, caf::actor_id id,
+                 const std::string& who);
 
 } // namespace sandbox::actors::detail

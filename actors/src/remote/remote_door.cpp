@@ -24,6 +24,10 @@
 #include <utility>
 #include <vector>
 
+#include "remote/peer_identity.hpp"
+#include "remote/peer_uid.hpp"
+#include "remote/tls_peer.hpp"
+#include "sandbox/log.hpp"
 #include <caf/actor_cast.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/event_based_actor.hpp>
@@ -39,12 +43,6 @@
 #include <caf/openssl/session.hpp>
 #include <caf/policy/tcp.hpp>
 #include <caf/send.hpp>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-
-#include "remote/peer_identity.hpp"
-#include "remote/peer_uid.hpp"
-#include "sandbox/log.hpp"
 
 namespace sandbox::actors::detail {
 
@@ -64,14 +62,16 @@ class guarded_scribe;
 /// (an actor: CAF's clock only delivers messages) wakes up at each one's
 /// deadline and has the multiplexer thread drop it if it is still there.
 struct door_state {
-  door_state(const door_config& c, net::default_multiplexer& m)
-    : cfg(c), mpx(m), own_uid(::geteuid()) {
+  door_state(const door_config& c, net::default_multiplexer& m, caf::node_id h)
+    : cfg(c), mpx(m), own_uid(::geteuid()), home(std::move(h)) {
   }
 
   const door_config cfg;
   net::default_multiplexer& mpx;
   /// The node's user: always admitted on loopback.
   const uint32_t own_uid;
+  /// The node id of the actor system the door's node lives in.
+  const caf::node_id home;
   caf::actor warden;
 
   /// Starts the deadline of `s` (on the multiplexer thread).
@@ -111,42 +111,8 @@ uint32_t read_u32_be(const unsigned char* p) {
          | uint32_t{p[3]};
 }
 
-// caf::openssl::session keeps its SSL object private and has no call that
-// reads the peer's certificate. The one way to it without changing CAF: an
-// explicit instantiation may name a private member, and this one hands out
-// a pointer to `session::ssl_`.
-struct session_ssl {
-  using type = SSL* caf::openssl::session::*;
-  friend type member(session_ssl);
-};
-
-template <class Tag, typename Tag::type Member>
-struct expose_member {
-  friend typename Tag::type member(Tag) {
-    return Member;
-  }
-};
-
-template struct expose_member<session_ssl, &caf::openssl::session::ssl_>;
-
-/// The subject of the certificate the peer of `ssl` presented (RFC 2253),
-/// empty without one.
-std::string certificate_subject(SSL* ssl) {
-  if (ssl == nullptr)
-    return {};
-  std::unique_ptr<X509, decltype(&X509_free)> cert{
-    SSL_get1_peer_certificate(ssl), X509_free};
-  if (!cert)
-    return {};
-  std::unique_ptr<BIO, decltype(&BIO_free)> out{BIO_new(BIO_s_mem()), BIO_free};
-  if (!out
-      || X509_NAME_print_ex(out.get(), X509_get_subject_name(cert.get()), 0,
-                            XN_FLAG_RFC2253)
-           < 0)
-    return {};
-  char* data = nullptr;
-  auto len = BIO_get_mem_data(out.get(), &data);
-  return len > 0 ? std::string{data, static_cast<size_t>(len)} : std::string{};
+uint64_t read_u64_be(const unsigned char* p) {
+  return (uint64_t{read_u32_be(p)} << 32) | read_u32_be(p + 4);
 }
 
 /// A connection through the door: the scribe of CAF (what the BASP broker
@@ -203,6 +169,13 @@ public:
       }
       op_ = bytes[0];
       in_handshake_frame_ = op_ == op(message_type::client_handshake);
+      // A direct message to an actor of another client (by number).
+      if (op_ == op(message_type::direct_message)
+          && (bytes[3] & caf::io::basp::header::named_receiver_flag) == 0
+          && !may_address(door_->home, read_u64_be(bytes + 24), identity_)) {
+        refuse_node_id(ctx, "a message to a session of another client");
+        return false;
+      }
       await_header_ = len == 0;
       frame_done = len == 0;
     } else if (!await_header_) {
@@ -538,7 +511,7 @@ public:
         net::close_socket(fd);
         return true;
       }
-      auto* ssl = (*session).*member(session_ssl{});
+      auto* ssl = ssl_of(*session);
       s = caf::make_counted<door_scribe<tls_policy>>(
         mpx, fd, door_, std::string{}, std::move(session));
       s->set_tls(ssl);
@@ -603,7 +576,7 @@ publish_through_door(caf::actor_system& sys, const node_actor& node,
     port, bind.empty() ? nullptr : bind.c_str(), true);
   if (!fd)
     return std::move(fd.error());
-  auto state = std::make_shared<door_state>(door, mpx);
+  auto state = std::make_shared<door_state>(door, mpx, sys.node());
   state->warden = sys.spawn<caf::hidden>(door_warden,
                                          std::weak_ptr<door_state>{state});
   auto doorman = caf::make_counted<door_doorman>(mpx, *fd, state, tls);
