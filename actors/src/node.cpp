@@ -8,7 +8,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -23,7 +22,7 @@
 
 #include "caf_error.hpp"
 #include "events.hpp"
-#include "handoff_policy.hpp"
+#include "remote/peer_identity.hpp"
 #include "sandbox/contain/session_net.hpp"
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/log.hpp"
@@ -39,6 +38,8 @@ namespace {
 struct node_entry {
   session_actor handle;
   session_info info;
+  /// The client identity that created it (see `node_config::admins`).
+  std::string owner;
 };
 
 /// A creation waiting for its `on_first_create` hook.
@@ -46,6 +47,7 @@ struct pending_create {
   session_actor handle;
   session_info info;
   caf::typed_response_promise<session_actor, session_info> promise;
+  std::string owner;
 };
 
 using create_promise = caf::typed_response_promise<session_actor, session_info>;
@@ -55,6 +57,7 @@ using allow_result = result<std::vector<net_destination>>;
 struct pending_lookup {
   session_config cfg;
   create_promise promise;
+  std::string owner;
   /// Written by the pool's thread before it sends `resolved_atom`.
   std::shared_ptr<std::optional<allow_result>> allow;
 };
@@ -84,6 +87,41 @@ struct node_state {
 };
 
 using self_ptr = node_actor_impl::stateful_pointer<node_state>;
+
+/// The client identity of the sender (see `node_config::admins`); call it
+/// before `make_response_promise`, which takes the sender out of the
+/// message.
+std::string caller(self_ptr self) {
+  return detail::caller_identity(self);
+}
+
+bool is_admin(const node_state& st, const std::string& who) {
+  return detail::is_admin(st.cfg.admins, who);
+}
+
+/// Whether `who` may see, use and stop the session `entry`: its creator
+/// and the admins.
+bool may_use(const node_state& st, const std::string& who,
+             const node_entry& entry) {
+  return (!who.empty() && who == entry.owner) || is_admin(st, who);
+}
+
+/// Tells the doors who may address the session `handle` by its number:
+/// `owner` and the admins (see peer_identity.hpp).
+void guard_session(const node_state& st, const session_actor& handle,
+                   const std::string& owner) {
+  auto who = st.cfg.admins;
+  if (!owner.empty())
+    who.push_back(owner);
+  detail::note_owned_actor(handle.node(), handle.id(), std::move(who));
+}
+
+/// Whether the current message comes from this process (the node's own
+/// messages to itself and its sessions').
+bool from_here(self_ptr self) {
+  auto& src = self->current_sender();
+  return src && src->node() == self->node();
+}
 
 /// The session logs its receipt; the node says why it stops it.
 void log_stop(const std::string& id, std::string_view why) {
@@ -199,7 +237,7 @@ void run_hook(self_ptr self, const std::string& id, session_actor s) {
         err = caf::make_error(
           errc::aborted, fmt::format("on_first_create failed: {}", e.what()));
       }
-      caf::anon_send(node, hooked_atom_v, id, std::move(err));
+      worker->send(node, hooked_atom_v, id, std::move(err));
       worker->quit();
     });
 }
@@ -287,52 +325,11 @@ result<void> validate(const node_config& cfg) {
   return {};
 }
 
-namespace {
-
-caf::actor_system::module* make_handoff_coordinator(caf::actor_system& sys) {
-  return new handoff_coordinator(sys);
-}
-
-} // namespace
-
-void configure_scheduler(caf::actor_system_config& cfg,
-                         const scheduler_config& sched) {
-  // A second call replaces what a first one chose.
-  using factory = caf::actor_system::module* (*) (caf::actor_system&);
-  auto& mods = cfg.module_factories;
-  mods.erase(std::remove_if(mods.begin(), mods.end(),
-                            [](const auto& f) {
-                              auto* fn = f.template target<factory>();
-                              return fn != nullptr
-                                     && *fn == &make_handoff_coordinator;
-                            }),
-             mods.end());
-  switch (sched.policy) {
-    case scheduler_policy::sharing:
-      cfg.set("scheduler.policy", caf::atom("sharing"));
-      break;
-    case scheduler_policy::stealing:
-      cfg.set("scheduler.policy", caf::atom("stealing"));
-      break;
-    case scheduler_policy::handoff:
-      // CAF knows no such policy: the node loads its own scheduler module,
-      // and the key only names it.
-      cfg.set("scheduler.policy", caf::atom("handoff"));
-      mods.emplace_back(&make_handoff_coordinator);
-      break;
-  }
-  if (sched.threads > max_scheduler_threads)
-    return;
-  size_t threads = sched.threads;
-  if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
-  cfg.set("scheduler.max-threads", threads);
-}
-
 /// Creates the session `cfg` asks for, its allow list looked up already
 /// (`allow`) or not (null), and answers through `rp`.
 void create_session(self_ptr self, const session_config& cfg,
-                    const allow_result* allow, create_promise rp) {
+                    const allow_result* allow, create_promise rp,
+                    std::string owner) {
   auto& st = self->state;
   auto params = make_session_params(st.rt, cfg, st.cfg.base_directory, allow);
   if (!params) {
@@ -354,17 +351,19 @@ void create_session(self_ptr self, const session_config& cfg,
   params->node = self->address();
   auto handle = spawn_session(self->system(), std::move(*params));
   self->monitor(handle);
-  log::logger()->info("{} created in {}{}", log::tag{info.id},
-                      info.working_directory,
+  guard_session(st, handle, owner);
+  log::logger()->info("{} created in {} for {}{}", log::tag{info.id},
+                      info.working_directory, owner.empty() ? "nobody" : owner,
                       cfg.detached ? " (detached)" : "");
   log::logger()->debug("{} leased port {}", log::tag{info.id}, info.port);
   watch_owner(self, info.id, cfg);
   if (!st.cfg.on_first_create) {
-    st.sessions.emplace(info.id, node_entry{handle, info});
+    st.sessions.emplace(info.id, node_entry{handle, info, std::move(owner)});
     rp.deliver(handle, info);
     return;
   }
-  st.pending.emplace(info.id, pending_create{handle, info, rp});
+  st.pending.emplace(info.id,
+                     pending_create{handle, info, rp, std::move(owner)});
   run_hook(self, info.id, handle);
 }
 
@@ -382,6 +381,9 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
   self->set_down_handler([self](caf::down_msg& msg) {
     if (on_owner_down(self, msg))
       return;
+    // Sessions are monitored from their start: this one is gone.
+    if (msg.source && msg.source.node() == self->node())
+      detail::forget_owned_actor(msg.source.node(), msg.source.id());
     auto& sessions = self->state.sessions;
     for (auto i = sessions.begin(); i != sessions.end(); ++i)
       if (i->second.handle.address() == msg.source) {
@@ -393,17 +395,20 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     [self](create_atom,
            session_config& cfg) -> caf::result<session_actor, session_info> {
       auto& st = self->state;
+      // Before the promise, which takes the sender out of the message.
+      auto owner = caller(self);
       auto rp = self->make_response_promise<session_actor, session_info>();
       auto entries = allowlist_to_resolve(*st.rt, cfg);
       if (entries.empty()) {
-        create_session(self, cfg, nullptr, rp);
+        create_session(self, cfg, nullptr, rp, std::move(owner));
         return rp;
       }
       // A name lookup may take seconds: it runs on the runtime's file
       // pool, and the node answers everyone else meanwhile.
       auto n = st.next_lookup++;
       auto allow = std::make_shared<std::optional<allow_result>>();
-      st.lookups.emplace(n, pending_lookup{std::move(cfg), rp, allow});
+      st.lookups.emplace(n, pending_lookup{std::move(cfg), rp, std::move(owner),
+                                           allow});
       boost::asio::post(st.rt->file_pool(), [target = weak_self(self, *st.rt),
                                              n, allow,
                                              entries = std::move(entries)] {
@@ -415,21 +420,26 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     [self](resolved_atom, uint64_t n) {
       auto& st = self->state;
       auto i = st.lookups.find(n);
-      if (i == st.lookups.end())
+      // The pool's thread says so once the answer is there (a message from
+      // anyone else before that is not its answer).
+      if (i == st.lookups.end() || !i->second.allow->has_value())
         return;
       auto entry = std::move(i->second);
       st.lookups.erase(i);
-      create_session(self, entry.cfg, &**entry.allow, entry.promise);
+      create_session(self, entry.cfg, &**entry.allow, entry.promise,
+                     std::move(entry.owner));
     },
     [self](hooked_atom, const std::string& id, caf::error& err) {
       auto& st = self->state;
       auto i = st.pending.find(id);
-      if (i == st.pending.end())
+      // Only the hook's worker, in this process, says so.
+      if (i == st.pending.end() || !from_here(self))
         return;
       auto entry = std::move(i->second);
       st.pending.erase(i);
       if (!err) {
-        st.sessions.emplace(id, node_entry{entry.handle, entry.info});
+        st.sessions.emplace(id, node_entry{entry.handle, entry.info,
+                                           std::move(entry.owner)});
         entry.promise.deliver(entry.handle, entry.info);
         return;
       }
@@ -445,7 +455,8 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     [self](get_atom, const std::string& id) -> caf::result<session_actor> {
       auto& st = self->state;
       auto i = st.sessions.find(id);
-      if (i == st.sessions.end())
+      // Another client's session is as absent as one that never was.
+      if (i == st.sessions.end() || !may_use(st, caller(self), i->second))
         return not_found(id);
       auto handle = i->second.handle;
       auto rp = self->make_response_promise<session_actor>();
@@ -462,15 +473,21 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     },
     [self](list_atom) -> caf::result<std::vector<session_info>> {
       auto& st = self->state;
+      auto who = caller(self);
       auto rp = self->make_response_promise<std::vector<session_info>>();
-      if (st.sessions.empty()) {
+      std::vector<const node_entry*> visible;
+      for (auto& [id, entry] : st.sessions)
+        if (may_use(st, who, entry))
+          visible.push_back(&entry);
+      if (visible.empty()) {
         rp.deliver(std::vector<session_info>{});
         return rp;
       }
       // Ask every session for its current child count; answer when all did.
       auto collected = std::make_shared<std::vector<session_info>>();
-      auto remaining = std::make_shared<size_t>(st.sessions.size());
-      for (auto& [id, entry] : st.sessions) {
+      auto remaining = std::make_shared<size_t>(visible.size());
+      for (auto* visible_entry : visible) {
+        auto& entry = *visible_entry;
         auto fallback = entry.info;
         self->request(entry.handle, caf::infinite, info_atom_v)
           .then(
@@ -494,7 +511,7 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     [self](stop_atom, const std::string& id) -> caf::result<stop_receipt> {
       auto& st = self->state;
       auto i = st.sessions.find(id);
-      if (i == st.sessions.end())
+      if (i == st.sessions.end() || !may_use(st, caller(self), i->second))
         return not_found(id);
       auto handle = i->second.handle;
       auto rp = self->make_response_promise<stop_receipt>();
@@ -512,7 +529,11 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
         [rp, id]() mutable { rp.deliver(not_found(id)); });
       return rp;
     },
-    [self](grace_atom, uint64_t n) { on_grace_over(self, n); },
+    [self](grace_atom, uint64_t n) {
+      // The node's own timer only.
+      if (self->current_sender() == self->ctrl())
+        on_grace_over(self, n);
+    },
     [self](ended_atom, const std::string& id) {
       // A stopped session is gone for the node: it leaves `list`, and
       // `stop_session(id)` answers `session_not_found`; dropping the handle
@@ -527,14 +548,26 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
     },
     [self](stop_atom) -> caf::result<uint32_t> {
       auto& st = self->state;
+      // An admin stops every session, any other client its own.
+      auto who = caller(self);
       auto rp = self->make_response_promise<uint32_t>();
-      auto count = static_cast<uint32_t>(st.sessions.size());
+      std::map<std::string, node_entry> stopping;
+      if (is_admin(st, who))
+        stopping.swap(st.sessions);
+      for (auto i = st.sessions.begin(); i != st.sessions.end();)
+        if (may_use(st, who, i->second)) {
+          stopping.insert(*i);
+          i = st.sessions.erase(i);
+        } else {
+          ++i;
+        }
+      auto count = static_cast<uint32_t>(stopping.size());
       if (count == 0) {
         rp.deliver(uint32_t{0});
         return rp;
       }
       auto remaining = std::make_shared<uint32_t>(count);
-      for (auto& [id, entry] : st.sessions) {
+      for (auto& [id, entry] : stopping) {
         log_stop(id, "node shutdown");
         self->request(entry.handle, caf::infinite, stop_atom_v)
           .then(
@@ -547,7 +580,6 @@ node_actor_impl::behavior_type node_behavior(self_ptr self, runtime_ptr rt,
                 rp.deliver(count);
             });
       }
-      st.sessions.clear();
       return rp;
     },
   };

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
@@ -38,6 +40,8 @@ struct serve_flags {
   std::string max_frame_bytes
     = std::to_string(actors::door_config{}.max_frame_bytes);
   std::string handshake_timeout = "10";
+  std::vector<std::string> allow_uids;
+  std::vector<std::string> admins;
 };
 
 /// Waits until SIGTERM, SIGINT or SIGHUP arrives.
@@ -74,6 +78,12 @@ int serve(const global_options& g, const serve_flags& f) {
   if (!handshake)
     return usage_error(g, handshake.error().message);
   door.handshake_timeout = *handshake;
+  for (auto& text : f.allow_uids) {
+    auto uid = parse_integer("--allow-uid", text, 0, UINT32_MAX - 1);
+    if (!uid)
+      return usage_error(g, uid.error().message);
+    door.allowed_uids.push_back(static_cast<uint32_t>(*uid));
+  }
   if (f.bind.empty())
     return usage_error(g, "serve: --bind expects an address, got \"\"");
   auto tls = tls_of(g);
@@ -106,6 +116,7 @@ int serve(const global_options& g, const serve_flags& f) {
   ncfg.base_directory = f.base_dir.empty() ? private_dir + "/sessions"
                                            : f.base_dir;
   ncfg.client_grace = *grace;
+  ncfg.admins = f.admins;
   auto cannot_create = [&](errc code, const std::string& why) {
     return report(g, {code, fmt::format("serve: cannot create the base "
                                         "directory {}: {}",
@@ -197,6 +208,14 @@ command add_serve(CLI::App& app, global_options& g) {
                       "seconds a new connection has to complete its "
                       "handshake before it is dropped (default 10; 0 = "
                       "none)");
+  cmd.sub->add_option("--allow-uid", flags->allow_uids,
+                      "without TLS, also admit loopback clients of this uid "
+                      "(repeatable; the node's own user is always admitted, "
+                      "any other refused)");
+  cmd.sub->add_option("--admin", flags->admins,
+                      "a client identity that sees, uses and stops every "
+                      "session (repeatable): a certificate subject such as "
+                      "CN=operator, or uid:N; others see only their own");
   cmd.sub->footer(global_options_footer);
   cmd.run = [&g, flags] { return serve(g, *flags); };
   return cmd;

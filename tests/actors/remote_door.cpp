@@ -5,13 +5,16 @@
 // The node's door (docs/security.md): what a published node does with a
 // connection before the peer has proved anything. A peer that announces a
 // huge frame, or that never completes its handshake, is dropped (findings
-// A7 and A15 of the reliability review); a client that behaves still
+// A7 and A15 of the reliability review); on loopback without TLS, a peer
+// of another user is refused at once (A8); a client that behaves still
 // works.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -30,6 +33,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fixture.hpp"
+#include "helpers/quiet_fork.hpp"
 #include "helpers/tls_files.hpp"
 #include "remote/remote_door.hpp"
 #include "sandbox/actors/registration.hpp"
@@ -233,6 +237,63 @@ void reset_peak() {
 
 constexpr uint32_t one_gib = 1u << 30;
 
+/// An unused uid (nobody's) for the peers of another user.
+constexpr uid_t other_uid = 65534;
+
+/// What a peer of another user saw of the node (the exit code of the child
+/// process that was that peer).
+enum peer_saw : int {
+  /// The node closed the connection without sending a byte.
+  closed_unread = 10,
+  /// The node spoke (its handshake): the connection was admitted.
+  node_spoke = 11,
+  /// Connecting or reading failed otherwise, or nothing came in time.
+  peer_failed = 12,
+  /// The child could not take the uid (not root).
+  cannot_setuid = 13,
+};
+
+/// Connects to loopback `port` from a child process that took the uid (and
+/// gid) `uid` first, so that the kernel records its socket as that user's;
+/// the child reads one byte and says what it saw (`peer_saw`). The child
+/// makes system calls only (it is forked from a threaded process).
+int connect_as(uid_t uid, uint16_t port) {
+  auto pid = test::quiet_fork();
+  CAF_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::syscall(SYS_setresgid, uid, uid, uid) != 0
+        || ::syscall(SYS_setresuid, uid, uid, uid) != 0)
+      ::_exit(cannot_setuid);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    if (fd < 0
+        || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+      ::_exit(peer_failed);
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(close_bound.count()) * 1000) != 1)
+      ::_exit(peer_failed);
+    char c;
+    auto n = ::recv(fd, &c, 1, 0);
+    if (n > 0)
+      ::_exit(node_spoke);
+    ::_exit(n == 0 || errno == ECONNRESET ? closed_unread : peer_failed);
+  }
+  int status = 0;
+  CAF_REQUIRE_EQUAL(::waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Whether this process may make peers of another user; says why not.
+bool can_switch_uid() {
+  if (::geteuid() == 0)
+    return true;
+  CAF_MESSAGE("skipped: a peer of another uid needs root to setuid");
+  return false;
+}
+
 } // namespace
 
 CAF_TEST(door settings are validated naming the bad value) {
@@ -409,4 +470,45 @@ CAF_TEST(a TLS node drops a client whose first frame is above the maximum) {
   CAF_CHECK_EQUAL(
     served.echo_through_client({files.client_cert, files.client_key, files.ca}),
     "hello\n");
+}
+
+CAF_TEST(a loopback node refuses a peer of another uid before reading a byte) {
+  if (!can_switch_uid())
+    return;
+  captured_log logged;
+  served_node served;
+  auto before = actors::detail::door_counters();
+  auto saw = connect_as(other_uid, served.port);
+  if (saw == cannot_setuid) {
+    CAF_MESSAGE("skipped: setresuid(" << other_uid << ") failed");
+    return;
+  }
+  // Closed at accept: the node sent nothing, not even its handshake.
+  CAF_CHECK_EQUAL(saw, closed_unread);
+  CAF_CHECK_EQUAL(
+    actors::detail::door_counters().foreign_uids - before.foreign_uids, 1u);
+  CAF_CHECK(logged.has("uid " + std::to_string(other_uid)
+                       + " is neither the node's user ("
+                       + std::to_string(::geteuid()) + ")"));
+  // The node's own user still gets in, with no flag.
+  CAF_CHECK_EQUAL(served.echo_through_client(), "hello\n");
+}
+
+CAF_TEST(a loopback node admits the uids it allows) {
+  if (!can_switch_uid())
+    return;
+  door_config door;
+  door.allowed_uids = {other_uid};
+  served_node served{door};
+  auto before = actors::detail::door_counters();
+  auto saw = connect_as(other_uid, served.port);
+  if (saw == cannot_setuid) {
+    CAF_MESSAGE("skipped: setresuid(" << other_uid << ") failed");
+    return;
+  }
+  // The node answered with its handshake.
+  CAF_CHECK_EQUAL(saw, node_spoke);
+  CAF_CHECK_EQUAL(actors::detail::door_counters().foreign_uids,
+                  before.foreign_uids);
+  CAF_CHECK_EQUAL(served.echo_through_client(), "hello\n");
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "helpers/temp_dir.hpp"
@@ -71,6 +72,16 @@ struct tls_files {
       "openssl pkey -in client.key -aes256 -passout pass:secret"
       " -out encrypted.key",
     };
+  }
+
+  /// Makes another client certificate of the CA, of subject `CN=<cn>`,
+  /// named `<name>.pem` and `<name>.key`; returns {certificate, key}.
+  std::pair<std::string, std::string> add_client(const std::string& name,
+                                                 const std::string& cn) const {
+    run(ext_cmd(name, "clientAuth"));
+    run(csr_cmd(name, cn));
+    run(sign_cmd(name, "ca"));
+    return {dir.at(name + ".pem"), dir.at(name + ".key")};
   }
 
   /// Writes `text` to `name` in the directory; returns its path.

@@ -11,7 +11,9 @@
 // the BASP broker the way CAF's middleman actor does.
 
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -22,7 +24,12 @@
 #include <utility>
 #include <vector>
 
+#include "remote/peer_identity.hpp"
+#include "remote/peer_uid.hpp"
+#include "remote/tls_peer.hpp"
+#include "sandbox/log.hpp"
 #include <caf/actor_cast.hpp>
+#include <caf/binary_deserializer.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/io/basp/header.hpp>
 #include <caf/io/basp/message_type.hpp>
@@ -37,8 +44,6 @@
 #include <caf/policy/tcp.hpp>
 #include <caf/send.hpp>
 
-#include "sandbox/log.hpp"
-
 namespace sandbox::actors::detail {
 
 namespace {
@@ -47,6 +52,8 @@ namespace net = caf::io::network;
 
 std::atomic<uint64_t> oversized_frames{0};
 std::atomic<uint64_t> late_handshakes{0};
+std::atomic<uint64_t> foreign_uids{0};
+std::atomic<uint64_t> false_node_ids{0};
 
 class guarded_scribe;
 
@@ -55,12 +62,16 @@ class guarded_scribe;
 /// (an actor: CAF's clock only delivers messages) wakes up at each one's
 /// deadline and has the multiplexer thread drop it if it is still there.
 struct door_state {
-  door_state(const door_config& c, net::default_multiplexer& m)
-    : cfg(c), mpx(m) {
+  door_state(const door_config& c, net::default_multiplexer& m, caf::node_id h)
+    : cfg(c), mpx(m), own_uid(::geteuid()), home(std::move(h)) {
   }
 
   const door_config cfg;
   net::default_multiplexer& mpx;
+  /// The node's user: always admitted on loopback.
+  const uint32_t own_uid;
+  /// The node id of the actor system the door's node lives in.
+  const caf::node_id home;
   caf::actor warden;
 
   /// Starts the deadline of `s` (on the multiplexer thread).
@@ -100,24 +111,35 @@ uint32_t read_u32_be(const unsigned char* p) {
          | uint32_t{p[3]};
 }
 
+uint64_t read_u64_be(const unsigned char* p) {
+  return (uint64_t{read_u32_be(p)} << 32) | read_u32_be(p + 4);
+}
+
 /// A connection through the door: the scribe of CAF (what the BASP broker
 /// reads and writes a connection through), which looks at every chunk
 /// before the broker does. The stream itself is the subclass's.
 class guarded_scribe : public caf::io::scribe {
 public:
-  guarded_scribe(net::native_socket fd, std::shared_ptr<door_state> door)
+  guarded_scribe(net::native_socket fd, std::shared_ptr<door_state> door,
+                 std::string identity)
     : caf::io::scribe(net::conn_hdl_from_socket(fd)),
       door_(std::move(door)),
+      identity_(std::move(identity)),
       fd_(fd) {
   }
 
   ~guarded_scribe() override {
     if (id_ != 0)
       door_->forget(id_);
+    unbind();
   }
 
   void set_id(uint64_t id) {
     id_ = id;
+  }
+
+  void set_tls(SSL* ssl) {
+    tls_ = ssl;
   }
 
   void configure_read(caf::io::receive_policy::config config) final {
@@ -145,14 +167,22 @@ public:
         refuse(ctx, len);
         return false;
       }
-      in_handshake_frame_ = bytes[0]
-                            == static_cast<uint8_t>(
-                              caf::io::basp::message_type::client_handshake);
+      op_ = bytes[0];
+      in_handshake_frame_ = op_ == op(message_type::client_handshake);
+      // A direct message to an actor of another client (by number).
+      if (op_ == op(message_type::direct_message)
+          && (bytes[3] & caf::io::basp::header::named_receiver_flag) == 0
+          && !may_address(door_->home, read_u64_be(bytes + 24), identity_)) {
+        refuse_node_id(ctx, "a message to a session of another client");
+        return false;
+      }
       await_header_ = len == 0;
       frame_done = len == 0;
     } else if (!await_header_) {
       await_header_ = true;
       frame_done = true;
+      if (!check_payload(ctx, buf, n))
+        return false;
     }
     // The client's handshake is the first frame it sends: once it is in,
     // the broker's heartbeat watches the connection.
@@ -163,6 +193,11 @@ public:
     auto ok = caf::io::scribe::consume(ctx, buf, n);
     if (oversized_ != 0 && !detached()) {
       refuse(ctx, oversized_);
+      return false;
+    }
+    if (ok && frame_done && in_handshake_frame_ && !detached()
+        && !carries_bound_node()) {
+      refuse_node_id(ctx, "the broker did not take its handshake");
       return false;
     }
     return ok;
@@ -182,17 +217,102 @@ public:
 protected:
   virtual void configure_stream(caf::io::receive_policy::config config) = 0;
 
+  /// With TLS: the connection's TLS object, whose peer certificate names
+  /// the client once the TLS handshake is done.
+  SSL* tls_ = nullptr;
+
   void detach_from(caf::io::abstract_broker* ptr) override {
     if (id_ != 0) {
       door_->forget(id_);
       id_ = 0;
     }
+    unbind();
     caf::io::scribe::detach_from(ptr);
   }
 
   std::shared_ptr<door_state> door_;
 
 private:
+  using message_type = caf::io::basp::message_type;
+
+  static constexpr uint8_t op(message_type t) {
+    return static_cast<uint8_t>(t);
+  }
+
+  /// Reads the node id at the start of `buf` (a BASP payload).
+  static bool read_node_id(caf::execution_unit* ctx, const void* buf, size_t n,
+                           caf::node_id& out) {
+    caf::binary_deserializer bd{ctx, static_cast<const char*>(buf), n};
+    return !bd(out) && out != caf::node_id{};
+  }
+
+  /// The payload of the frame whose header came last. The client's
+  /// handshake names the node id the broker will name the senders of its
+  /// messages by: the door notes it with this connection's identity
+  /// (refusing one that a connection of another identity carries). The
+  /// frames whose payload names their source node themselves (routed,
+  /// monitor and down messages) must name this connection's: otherwise a
+  /// peer could speak, or report actors down, for another client.
+  bool check_payload(caf::execution_unit* ctx, const void* buf, size_t n) {
+    if (op_ == op(message_type::client_handshake)) {
+      caf::node_id claimed;
+      if (!read_node_id(ctx, buf, n, claimed)) {
+        refuse_node_id(ctx, "its handshake names no node id");
+        return false;
+      }
+      if (bound_)
+        // A repeated handshake: CAF ignores it, unless it names another
+        // node.
+        return claimed == peer_node_ || refuse_node_id(ctx, "a second node id");
+      if (tls_ != nullptr)
+        identity_ = certificate_subject(tls_);
+      if (!bind_peer(claimed, identity_)) {
+        refuse_node_id(ctx, "its node id is connected as another client");
+        return false;
+      }
+      peer_node_ = claimed;
+      bound_ = true;
+      return true;
+    }
+    if (op_ == op(message_type::routed_message)
+        || op_ == op(message_type::monitor_message)
+        || op_ == op(message_type::down_message)) {
+      caf::node_id source;
+      if (!bound_ || !read_node_id(ctx, buf, n, source)
+          || source != peer_node_) {
+        refuse_node_id(ctx, "a message that names another source node");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// Whether the BASP broker took this connection for the node id the door
+  /// noted (it ignores the handshake of a node it is connected to).
+  bool carries_bound_node() {
+    if (!bound_)
+      return false;
+    auto broker = dynamic_cast<caf::io::basp_broker*>(parent());
+    return broker == nullptr
+           || broker->instance.tbl().lookup_direct(hdl()) == peer_node_;
+  }
+
+  void unbind() {
+    if (bound_) {
+      bound_ = false;
+      unbind_peer(peer_node_);
+    }
+  }
+
+  bool refuse_node_id(caf::execution_unit* ctx, std::string_view why) {
+    ++false_node_ids;
+    log::logger()->warn("dropped the connection of {} ({}): {}", peer_of(fd_),
+                        identity_.empty() ? "?" : identity_, why);
+    unbind();
+    drop(ctx);
+    return false;
+  }
+
   void refuse(caf::execution_unit* ctx, uint64_t len) {
     ++oversized_frames;
     log::logger()->warn("dropped the connection of {}: it announced a frame "
@@ -213,6 +333,13 @@ private:
     io_failure(ctx, net::operation::read);
   }
 
+  /// Who the peer is (see `publish_node`); empty until known.
+  std::string identity_;
+  /// The node id its handshake named, once noted (`bound_`).
+  caf::node_id peer_node_;
+  bool bound_ = false;
+  /// The operation of the frame whose header came last.
+  uint8_t op_ = 0;
   net::native_socket fd_;
   uint64_t id_ = 0;
   // Whether the next chunk is a header (else the payload of the last one).
@@ -289,8 +416,9 @@ class door_scribe final : public guarded_scribe {
 public:
   template <class... Ts>
   door_scribe(net::default_multiplexer& mpx, net::native_socket fd,
-              std::shared_ptr<door_state> door, Ts&&... xs)
-    : guarded_scribe(fd, std::move(door)),
+              std::shared_ptr<door_state> door, std::string identity,
+              Ts&&... xs)
+    : guarded_scribe(fd, std::move(door), std::move(identity)),
       stream_(mpx, fd, std::forward<Ts>(xs)...) {
   }
 
@@ -365,6 +493,11 @@ public:
       return false;
     auto& mpx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
+    std::string identity;
+    if (!tls_ && !admit(fd, identity)) {
+      net::close_socket(fd);
+      return true;
+    }
     net::nonblocking(fd, true);
     net::keepalive(fd, true);
     caf::intrusive_ptr<guarded_scribe> s;
@@ -378,10 +511,13 @@ public:
         net::close_socket(fd);
         return true;
       }
-      s = caf::make_counted<door_scribe<tls_policy>>(mpx, fd, door_,
-                                                     std::move(session));
+      auto* ssl = ssl_of(*session);
+      s = caf::make_counted<door_scribe<tls_policy>>(
+        mpx, fd, door_, std::string{}, std::move(session));
+      s->set_tls(ssl);
     } else {
-      s = caf::make_counted<door_scribe<caf::policy::tcp>>(mpx, fd, door_);
+      s = caf::make_counted<door_scribe<caf::policy::tcp>>(mpx, fd, door_,
+                                                           std::move(identity));
     }
     door_->watch(s.get());
     auto hdl = s->hdl();
@@ -390,6 +526,38 @@ public:
   }
 
 private:
+  /// Without TLS: whether the peer of `fd` may come in, and who it is. On
+  /// loopback the kernel names the uid that owns the peer's socket: the
+  /// node's own uid and the allowed ones come in, any other is refused
+  /// before a byte is read or written (also when the kernel cannot say).
+  bool admit(net::native_socket fd, std::string& identity) {
+    if (!peer_is_loopback(fd)) {
+      auto addr = net::remote_addr_of_fd(fd);
+      identity = "address:" + (addr ? *addr : std::string{"?"});
+      return true;
+    }
+    auto uid = loopback_peer_uid(fd);
+    if (!uid) {
+      ++foreign_uids;
+      log::logger()->warn("refused the connection of {}: its uid is "
+                          "unknown ({})",
+                          peer_of(fd), uid.error().message);
+      return false;
+    }
+    auto& allowed = door_->cfg.allowed_uids;
+    if (*uid != door_->own_uid
+        && std::find(allowed.begin(), allowed.end(), *uid) == allowed.end()) {
+      ++foreign_uids;
+      log::logger()->warn("refused the connection of {}: uid {} is neither "
+                          "the node's user ({}) nor an allowed uid "
+                          "(allowed_uids, serve --allow-uid)",
+                          peer_of(fd), *uid, door_->own_uid);
+      return false;
+    }
+    identity = "uid:" + std::to_string(*uid);
+    return true;
+  }
+
   std::shared_ptr<door_state> door_;
   bool tls_;
 };
@@ -408,7 +576,7 @@ publish_through_door(caf::actor_system& sys, const node_actor& node,
     port, bind.empty() ? nullptr : bind.c_str(), true);
   if (!fd)
     return std::move(fd.error());
-  auto state = std::make_shared<door_state>(door, mpx);
+  auto state = std::make_shared<door_state>(door, mpx, sys.node());
   state->warden = sys.spawn<caf::hidden>(door_warden,
                                          std::weak_ptr<door_state>{state});
   auto doorman = caf::make_counted<door_doorman>(mpx, *fd, state, tls);
@@ -425,7 +593,8 @@ publish_through_door(caf::actor_system& sys, const node_actor& node,
 }
 
 door_counts door_counters() {
-  return {oversized_frames.load(), late_handshakes.load()};
+  return {oversized_frames.load(), late_handshakes.load(), foreign_uids.load(),
+          false_node_ids.load()};
 }
 
 } // namespace sandbox::actors::detail

@@ -21,8 +21,11 @@ namespace sandbox::actors::detail {
 /// accepted connection goes through the door: a frame larger than
 /// `door.max_frame_bytes` or a handshake not done within
 /// `door.handshake_timeout` drops the connection, with a warning that names
-/// the peer. With `tls`, the connection is caf::openssl's (the actor system
-/// must have loaded caf::openssl::manager).
+/// the peer; without `tls`, a loopback peer whose uid is neither the
+/// node's nor in `door.allowed_uids` is refused at once. Each connection's
+/// node id is noted with its client identity (peer_identity.hpp). With `tls`,
+/// the connection is caf::openssl's (the actor system must have loaded
+/// caf::openssl::manager).
 /// @returns the port; CAF's error when the socket cannot be opened.
 caf::expected<uint16_t>
 publish_through_door(caf::actor_system& sys, const node_actor& node,
@@ -35,6 +38,10 @@ struct door_counts {
   uint64_t oversized_frames = 0;
   /// Connections dropped for not finishing their handshake in time.
   uint64_t late_handshakes = 0;
+  /// Loopback connections refused for their uid.
+  uint64_t foreign_uids = 0;
+  /// Connections dropped for a node id not theirs (see peer_identity.hpp).
+  uint64_t false_node_ids = 0;
 };
 
 door_counts door_counters();

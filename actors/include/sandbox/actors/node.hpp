@@ -79,6 +79,13 @@ struct node_config {
   /// The scheduler of the node's actor system; used where the node makes
   /// that system (`embedded_node`, `sandbox serve`).
   scheduler_config scheduler;
+  /// Client identities that see, use and stop every session of the node.
+  /// Any other client sees only the sessions it created; another's session
+  /// is `session_not_found` to it. A client's identity is the subject of
+  /// its TLS certificate (RFC 2253, e.g. `CN=operator,O=example`), else
+  /// `uid:N` for a loopback connection of uid N; callers in the node's own
+  /// process are `local`, which is always an admin.
+  std::vector<std::string> admins;
 };
 
 /// Checks every value of `cfg`.

@@ -69,6 +69,11 @@ struct door_config {
   /// How long an accepted connection has to complete its handshake (TLS,
   /// then CAF's) before the node drops it; 0 waits for ever.
   std::chrono::milliseconds handshake_timeout{std::chrono::seconds{10}};
+  /// Without TLS, a connection from this machine's loopback is admitted
+  /// only when the kernel says its socket belongs to the node's own uid or
+  /// to one of these (sock_diag); any other is closed before the node
+  /// reads or writes a byte. With TLS the certificate decides instead.
+  std::vector<uint32_t> allowed_uids;
 };
 
 /// The smallest `door_config::max_frame_bytes`: a frame of the handshake
@@ -81,7 +86,10 @@ result<void> validate(const door_config& cfg);
 
 /// Publishes `node` on `bind:port` (port 0: a free port), with TLS when
 /// `tls` (the actor system must have been configured for it). Its
-/// connections pass the checks of `door` (see `door_config`).
+/// connections pass the checks of `door` (see `door_config`), and each
+/// gets the client identity the node judges its requests by
+/// (`node_config::admins`): the subject of its certificate with TLS, else
+/// `uid:N` for a loopback peer, `address:IP` for any other.
 /// @returns the port it listens on; `port_unavailable` or `io_error`
 ///   naming the address otherwise, `invalid_argument` for a bad `door`.
 result<uint16_t> publish_node(caf::actor_system& sys, const node_actor& node,
