@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "helpers/foreign_abi.hpp"
 #include "helpers/temp_dir.hpp"
 #include "helpers/watched_child.hpp"
 
@@ -242,6 +243,31 @@ CAF_TEST(unix sockets outside are refused and reported) {
   CAF_CHECK(has(seen, k::connect_denied, "connect unix:" + host));
   CAF_CHECK(has(seen, k::connect_denied, "sendto unix:" + host_dgram));
   CAF_CHECK_EQUAL(seen.size(), 2u);
+}
+
+CAF_TEST(x32 metadata calls are judged as their x86 - 64 twins) {
+  using namespace sandbox::test;
+  auto out = outside + "/f";
+  auto f = inside + "/f";
+  auto* out_low = low_copy(out.c_str());
+  auto* f_low = low_copy(f.c_str());
+  auto [status, seen] = watched_child(inside, [&] {
+    // The node answers before the kernel looks at the ABI: EPERM even
+    // where the kernel has no x32.
+    tally t;
+    t += x32_syscall(__X32_SYSCALL_BIT + SYS_chmod,
+                     reinterpret_cast<long>(out_low), 0666)
+         == -EPERM;
+    t += x32_syscall(__X32_SYSCALL_BIT + SYS_chmod,
+                     reinterpret_cast<long>(f_low), 04755)
+         == -EPERM;
+    return t.n;
+  });
+  CAF_REQUIRE(WIFEXITED(status));
+  CAF_CHECK_EQUAL(WEXITSTATUS(status), 2);
+  CAF_CHECK(has(seen, violation_kind::write_denied, "chmod " + out));
+  CAF_CHECK(has(seen, violation_kind::syscall_denied, "chmod 4755 " + f));
+  CAF_CHECK_EQUAL(mode_of(out), 0600u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

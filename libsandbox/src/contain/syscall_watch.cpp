@@ -219,6 +219,11 @@ void watch_syscalls(reactor& r, unique_fd listener,
                     std::function<void(violation)> report) {
   auto q = std::make_shared<judge_queue>();
   q->listener.reset(::fcntl(listener.get(), F_DUPFD_CLOEXEC, 0));
+  // Out of descriptors: with the listener closed, every watched call of
+  // the command fails (ENOSYS) instead of waiting for an answer that
+  // would never come.
+  if (!q->listener)
+    return;
   q->policy = std::move(policy);
   q->report = std::move(report);
   auto sizes = notif_sizes();
