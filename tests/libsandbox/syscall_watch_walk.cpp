@@ -33,11 +33,13 @@ struct fixture {
   }
 
   void mkdir(const std::string& p) {
-    CAF_REQUIRE_EQUAL(::mkdir((dir.path + p).c_str(), 0755), 0);
+    if (::mkdir((dir.path + p).c_str(), 0755) != 0)
+      CAF_FAIL("mkdir " << p);
   }
 
   void link(const std::string& target, const std::string& p) {
-    CAF_REQUIRE_EQUAL(::symlink(target.c_str(), (dir.path + p).c_str()), 0);
+    if (::symlink(target.c_str(), (dir.path + p).c_str()) != 0)
+      CAF_FAIL("symlink " << p);
   }
 
   view_walk walk(const std::string& p, bool follow_last = true) {
