@@ -39,6 +39,7 @@
 
 #include "helpers/foreign_abi.hpp"
 #include "helpers/temp_dir.hpp"
+#include "helpers/watched_child.hpp"
 #include "io/fd_message.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/io/reactor.hpp"
@@ -120,6 +121,11 @@ const std::set<long> x86_64_watched = {
   SYS_rmdir, SYS_rename, SYS_renameat, SYS_renameat2, SYS_link, SYS_linkat,
   SYS_symlink, SYS_symlinkat, SYS_mknod, SYS_mknodat, SYS_truncate, SYS_openat2,
   SYS_bind,
+  // They change a file's metadata (fchmodat2 is 452).
+  SYS_chmod, SYS_fchmod, SYS_fchmodat, 452, SYS_chown, SYS_fchown, SYS_lchown,
+  SYS_fchownat, SYS_utimensat, SYS_utimes, SYS_futimesat, SYS_utime,
+  SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr, SYS_lremovexattr,
+  SYS_fremovexattr,
   // Refused by the node.
   SYS_io_uring_setup,
   // They name a process by its pid (ptrace below: only to attach).
@@ -149,6 +155,28 @@ const std::set<long> i386_watched = {362 /* connect */,
                                      193 /* truncate64 */,
                                      437 /* openat2 */,
                                      361 /* bind */,
+                                     15 /* chmod */,
+                                     94 /* fchmod */,
+                                     306 /* fchmodat */,
+                                     452 /* fchmodat2 */,
+                                     182 /* chown */,
+                                     95 /* fchown */,
+                                     16 /* lchown */,
+                                     298 /* fchownat */,
+                                     212 /* chown32 */,
+                                     207 /* fchown32 */,
+                                     198 /* lchown32 */,
+                                     320 /* utimensat */,
+                                     412 /* utimensat_time64 */,
+                                     271 /* utimes */,
+                                     299 /* futimesat */,
+                                     30 /* utime */,
+                                     226 /* setxattr */,
+                                     227 /* lsetxattr */,
+                                     228 /* fsetxattr */,
+                                     235 /* removexattr */,
+                                     236 /* lremovexattr */,
+                                     237 /* fremovexattr */,
                                      425 /* io_uring_setup */,
                                      37 /* kill */,
                                      238 /* tkill */,
@@ -277,66 +305,6 @@ CAF_TEST(another architecture passes unwatched and is not killed) {
 
 namespace {
 
-/// Runs `calls` in a forked child under the watch filter, watched with a
-/// policy that allows writes below `writable` only, and returns the
-/// child's exit status (as from waitpid) and the violations reported.
-/// The report comes before the watched call returns, so everything is
-/// reported once the child has exited. Only system calls in the child:
-/// the test has other threads.
-template <class Calls>
-std::pair<int, std::vector<sandbox::violation>>
-watched_child(const std::string& writable, Calls calls) {
-  auto* filter = sandbox::watch_filter(); // built here, not in the child
-  int sv[2];
-  CAF_REQUIRE_EQUAL(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
-                    0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(sv[0]);
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      ::_exit(100);
-    int listener
-      = static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                   SECCOMP_FILTER_FLAG_NEW_LISTENER, filter));
-    if (listener < 0)
-      ::_exit(101);
-    // Hand the listener to the test.
-    char byte = 0;
-    sandbox::fd_message m{&byte, 1};
-    *m.attach() = listener;
-    if (::sendmsg(sv[1], &m.msg, 0) != 1)
-      ::_exit(102);
-    ::close(listener);
-    ::_exit(calls());
-  }
-  ::close(sv[1]);
-  char byte = 0;
-  sandbox::fd_message m{&byte, 1};
-  int listener = -1;
-  if (::recvmsg(sv[0], &m.msg, MSG_CMSG_CLOEXEC) == 1)
-    listener = m.received();
-  ::close(sv[0]);
-  std::mutex mtx;
-  std::vector<sandbox::violation> seen;
-  int status = -1;
-  {
-    sandbox::reactor r{1};
-    if (listener >= 0) {
-      auto policy = std::make_shared<sandbox::watch_policy>();
-      policy->writable = {writable};
-      policy->execution = 7;
-      sandbox::watch_syscalls(r, sandbox::unique_fd{listener}, policy,
-                              [&](sandbox::violation v) {
-                                std::lock_guard<std::mutex> guard{mtx};
-                                seen.push_back(std::move(v));
-                              });
-    }
-    ::waitpid(pid, &status, 0);
-  }
-  CAF_REQUIRE(listener >= 0);
-  return {status, std::move(seen)};
-}
-
 /// A UDP socket of the calling process's connected to a TEST-NET-1
 /// address (192.0.2.1:9, RFC 5737): no packet leaves, and the watcher
 /// reports any non-loopback destination.
@@ -383,7 +351,7 @@ CAF_TEST(x32 calls are reported as their x86 - 64 twins) {
   auto* out = low_copy((outside + "/f").c_str());
   auto net = test_net();
   auto* to = low_copy(&net, sizeof(net));
-  auto [status, seen] = watched_child(inside, [&] {
+  auto [status, seen] = sandbox::test::watched_child(inside, [&] {
     // Unwatched (a read), allowed (inside), then watched: a write outside
     // and a connect. A kernel without the x32 ABI fails each with ENOSYS
     // after the filter saw it.
@@ -411,7 +379,7 @@ CAF_TEST(i386 calls are reported as their x86 - 64 twins) {
   auto* out = low_copy((outside + "/f").c_str());
   auto net = test_net();
   auto* to = low_copy(&net, sizeof(net));
-  auto [status, seen] = watched_child(inside, [&] {
+  auto [status, seen] = sandbox::test::watched_child(inside, [&] {
     i386_syscall(i386_open, reinterpret_cast<long>(out), O_RDONLY);
     i386_syscall(i386_open, reinterpret_cast<long>(in), O_WRONLY | O_CREAT,
                  0644);
@@ -473,7 +441,7 @@ CAF_TEST(typing into a terminal is refused and reported) {
   // lets TIOCSTI through for (dev.tty.legacy_tiocsti), then types a byte
   // into it, with the request's upper bits set too, and drives the
   // console. Each fails with EPERM: the exit status counts those that did.
-  auto [status, seen] = watched_child("/nonexistent", [&] {
+  auto [status, seen] = sandbox::test::watched_child("/nonexistent", [&] {
     char c = 'x';
     char subcode = 0; // TIOCL_*: whatever it is, it never runs
     int refused = 0;
@@ -500,7 +468,7 @@ CAF_TEST(typing into a terminal is refused and reported) {
 }
 
 CAF_TEST(an io_uring is refused and reported) {
-  auto [status, seen] = watched_child("/nonexistent", [] {
+  auto [status, seen] = sandbox::test::watched_child("/nonexistent", [] {
     io_uring_params params{};
     long fd = ::syscall(SYS_io_uring_setup, 4, &params);
     return fd == -1 && errno == EPERM ? 0 : 1;
@@ -525,7 +493,7 @@ CAF_TEST(a unix socket bound outside is reported as a write) {
   auto out = address(outside + "/s.sock");
   // An abstract address makes no file.
   auto abstract = address(std::string{"\0sandbox-test-abstract", 23});
-  auto [status, seen] = watched_child(inside, [&] {
+  auto [status, seen] = sandbox::test::watched_child(inside, [&] {
     for (auto* a : {&in, &abstract, &out}) {
       int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
       // No Landlock here: each bind succeeds, only the watch judges it.

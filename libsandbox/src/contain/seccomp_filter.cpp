@@ -64,12 +64,45 @@ constexpr std::array<named_call, 20> always_watched = {{
   {"openat2", SYS_openat2},   {"bind", SYS_bind},
 }};
 
+/// System calls that change a file's metadata (mode, owner, times,
+/// extended attributes): always notify, judged by `judge_metadata`
+/// (Landlock has no right for them). i386 has the 32-bit-uid `chown32`
+/// calls and `utimensat_time64` besides; fchmodat2 (452 everywhere) is
+/// newer than <sys/syscall.h>.
+constexpr std::array<named_call, 22> metadata_calls = {{
+  {"chmod", SYS_chmod},
+  {"fchmod", SYS_fchmod},
+  {"fchmodat", SYS_fchmodat},
+  {"fchmodat2", 452},
+  {"chown", SYS_chown},
+  {"fchown", SYS_fchown},
+  {"lchown", SYS_lchown},
+  {"fchownat", SYS_fchownat},
+  {"chown32", SYS_chown},
+  {"fchown32", SYS_fchown},
+  {"lchown32", SYS_lchown},
+  {"utimensat", SYS_utimensat},
+  {"utimensat_time64", SYS_utimensat},
+  {"utimes", SYS_utimes},
+  {"futimesat", SYS_futimesat},
+  {"utime", SYS_utime},
+  {"setxattr", SYS_setxattr},
+  {"lsetxattr", SYS_lsetxattr},
+  {"fsetxattr", SYS_fsetxattr},
+  {"removexattr", SYS_removexattr},
+  {"lremovexattr", SYS_lremovexattr},
+  {"fremovexattr", SYS_fremovexattr},
+}};
+
 /// The calls that notify only for some arguments (see `make_filter`).
-constexpr std::array<named_call, 4> sometimes_watched = {{
+/// i386's `sendto` (direct or through `socketcall`) notifies but is not
+/// judged (`as_native`).
+constexpr std::array<named_call, 5> sometimes_watched = {{
   {"open", SYS_open},
   {"openat", SYS_openat},
   {"ptrace", SYS_ptrace},
   {"ioctl", SYS_ioctl},
+  {"sendto", SYS_sendto},
 }};
 
 /// Calls the node refuses whatever their arguments (`refused_call_of`):
@@ -144,6 +177,14 @@ std::vector<sock_filter> make_filter() {
     notify(call.name);
   for (auto& call : always_refused)
     notify(call.name);
+  for (auto& call : metadata_calls)
+    if (seccomp_syscall_resolve_name(call.name) != __NR_SCMP_ERROR)
+      notify(call.name);
+  // A send names its destination in its address (sendto's argument 4:
+  // null on a connected socket, so that the common send runs unwatched).
+  // sendmsg is not watched: its address is in its message, and the launch
+  // hands the listener to the node with a sendmsg after the filter is on.
+  notify("sendto", {{4, SCMP_CMP_NE, 0, 0}});
   for (auto& call : pid_calls)
     if (call.nr != SYS_ptrace)
       notify(call.name);
@@ -196,6 +237,8 @@ const std::vector<foreign_call>& foreign_calls() {
     for (auto& call : sometimes_watched)
       add(call.name, call.native);
     for (auto& call : always_refused)
+      add(call.name, call.native);
+    for (auto& call : metadata_calls)
       add(call.name, call.native);
     for (auto& call : pid_calls)
       add(call.name, call.nr);

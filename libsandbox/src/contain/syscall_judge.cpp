@@ -29,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "contain/path_judge.hpp"
 #include "contain/seccomp_filter.hpp"
 #include "core/paths.hpp"
 #include "sandbox/process/process_tree.hpp"
@@ -36,302 +37,6 @@
 namespace sandbox::detail {
 
 namespace {
-
-// -- reading the caller
-// ----------------------------------------------------------
-
-bool read_memory(pid_t pid, uint64_t addr, void* buf, size_t n) {
-  iovec local{buf, n};
-  iovec remote{reinterpret_cast<void*>(addr), n};
-  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0)
-         == static_cast<ssize_t>(n);
-}
-
-/// A NUL-terminated string of the caller (at most PATH_MAX bytes), read
-/// page by page so that an unmapped page after it does no harm.
-std::optional<std::string> read_string(pid_t pid, uint64_t addr) {
-  std::string out;
-  char buf[4096];
-  while (out.size() < 4096) {
-    size_t left = 4096 - (addr % 4096);
-    if (!read_memory(pid, addr, buf, left))
-      return std::nullopt;
-    if (auto* nul = static_cast<char*>(std::memchr(buf, 0, left))) {
-      out.append(buf, static_cast<size_t>(nul - buf));
-      return out;
-    }
-    out.append(buf, left);
-    addr += left;
-  }
-  return std::nullopt;
-}
-
-std::string read_link(const std::string& path) {
-  char buf[4096];
-  auto n = ::readlink(path.c_str(), buf, sizeof(buf));
-  return n > 0 ? std::string{buf, static_cast<size_t>(n)} : std::string{};
-}
-
-/// `path` without `.`, `..` and repeated slashes (lexically).
-std::string normalize(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    auto end = path.find('/', pos);
-    if (end == std::string::npos)
-      end = path.size();
-    auto part = path.substr(pos, end - pos);
-    if (part == "..") {
-      if (!parts.empty())
-        parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(std::move(part));
-    }
-    pos = end + 1;
-  }
-  std::string out;
-  for (auto& p : parts)
-    out += "/" + p;
-  return out.empty() ? "/" : out;
-}
-
-/// The absolute path the caller names with `dirfd` and `path`, as it sees
-/// it (its cwd or the directory's path: the same strings in its mount
-/// namespace), not yet normalized. Empty when it cannot be told.
-std::string absolute_raw(pid_t pid, int dirfd, const std::string& path) {
-  if (!path.empty() && path.front() == '/')
-    return path;
-  auto base = dirfd == AT_FDCWD
-                ? read_link(fmt::format("/proc/{}/cwd", pid))
-                : read_link(fmt::format("/proc/{}/fd/{}", pid, dirfd));
-  if (base.empty() || base.front() != '/')
-    return {};
-  return base + "/" + path;
-}
-
-/// Where `path` (absolute) leads in the caller's view: every symbolic link
-/// on the way followed as the kernel would (the last one only when
-/// `follow_last`), an absolute target starting again at the caller's root.
-/// Components that do not exist are taken as they are. Empty after 40
-/// links (the kernel's ELOOP).
-std::string resolve_in_view(pid_t pid, const std::string& path,
-                            bool follow_last) {
-  auto root = fmt::format("/proc/{}/root", pid);
-  std::deque<std::string> left;
-  auto push_front = [&left](const std::string& p) {
-    std::vector<std::string> parts;
-    size_t pos = 0;
-    while (pos <= p.size()) {
-      auto end = p.find('/', pos);
-      if (end == std::string::npos)
-        end = p.size();
-      if (end > pos)
-        parts.push_back(p.substr(pos, end - pos));
-      pos = end + 1;
-    }
-    left.insert(left.begin(), parts.begin(), parts.end());
-  };
-  push_front(path);
-  std::vector<std::string> done;
-  auto joined = [&done] {
-    std::string out;
-    for (auto& d : done)
-      out += "/" + d;
-    return out.empty() ? std::string{"/"} : out;
-  };
-  int links = 0;
-  while (!left.empty()) {
-    auto part = std::move(left.front());
-    left.pop_front();
-    if (part == ".")
-      continue;
-    if (part == "..") {
-      if (!done.empty())
-        done.pop_back();
-      continue;
-    }
-    done.push_back(part);
-    if (left.empty() && !follow_last)
-      break;
-    struct stat st;
-    auto seen = root + joined();
-    if (::lstat(seen.c_str(), &st) != 0 || !S_ISLNK(st.st_mode))
-      continue;
-    if (++links > 40)
-      return {};
-    auto target = read_link(seen);
-    if (target.empty())
-      continue;
-    done.pop_back();
-    if (target.front() == '/')
-      done.clear();
-    push_front(target);
-  }
-  return joined();
-}
-
-/// Whether `path` exists in the caller's view (its root, so its mounts).
-bool exists_for(pid_t pid, const std::string& path) {
-  struct stat st;
-  auto seen = fmt::format("/proc/{}/root{}", pid, path);
-  return ::lstat(seen.c_str(), &st) == 0;
-}
-
-// -- judging one call
-// ------------------------------------------------------------
-
-/// How a system call names the path it writes.
-enum class path_use {
-  /// Writes the file (open for writing, truncate): refused when it exists
-  /// or is created.
-  write,
-  /// Creates it (mkdir, mknod, symlink, link): refused unless it exists
-  /// (then EEXIST comes first).
-  create,
-  /// Removes it (unlink, rmdir, rename's source): refused when it exists.
-  remove,
-  /// rename's destination: always a write.
-  replace,
-};
-
-struct path_arg {
-  int dirfd_index;
-  int path_index;
-  path_use use;
-};
-
-/// The paths `nr` writes; `flags` of an open decide between write and
-/// create.
-std::vector<path_arg> paths_of(long nr, uint64_t open_flags) {
-  auto open_use = (open_flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0
-                    ? path_use::write
-                    : path_use::create;
-  switch (nr) {
-    case SYS_open:
-      return {{-1, 0, open_use}};
-    case SYS_openat:
-    case SYS_openat2:
-      return {{0, 1, open_use}};
-    case SYS_creat:
-    case SYS_truncate:
-      return {{-1, 0, path_use::write}};
-    case SYS_mkdir:
-    case SYS_mknod:
-      return {{-1, 0, path_use::create}};
-    case SYS_mkdirat:
-    case SYS_mknodat:
-      return {{0, 1, path_use::create}};
-    case SYS_unlink:
-    case SYS_rmdir:
-      return {{-1, 0, path_use::remove}};
-    case SYS_unlinkat:
-      return {{0, 1, path_use::remove}};
-    case SYS_rename:
-      return {{-1, 0, path_use::remove}, {-1, 1, path_use::replace}};
-    case SYS_renameat:
-    case SYS_renameat2:
-      return {{0, 1, path_use::remove}, {2, 3, path_use::replace}};
-    case SYS_link:
-    case SYS_symlink:
-      return {{-1, 1, path_use::create}};
-    case SYS_linkat:
-      return {{2, 3, path_use::create}};
-    case SYS_symlinkat:
-      return {{1, 2, path_use::create}};
-    default:
-      return {};
-  }
-}
-
-/// The violation of a call that writes `text` (relative to `dirfd`) the
-/// way `use` says, if Landlock will refuse it; `flags` are an open's.
-std::optional<violation> judge_path(pid_t pid, const watch_policy& policy,
-                                    int dirfd, const std::string& text,
-                                    path_use use, uint64_t flags) {
-  auto raw = absolute_raw(pid, dirfd, text);
-  if (raw.empty())
-    return std::nullopt;
-  auto path = normalize(raw);
-  if (detail::inside(path, "/dev") || detail::inside(path, "/proc"))
-    return std::nullopt;
-  auto inside = [&policy](const std::string& p) {
-    for (auto& w : policy.writable)
-      if (detail::inside(p, w))
-        return true;
-    return false;
-  };
-  std::string detail = path;
-  if (inside(path)) {
-    // A symbolic link on the way may still lead out; an open or a
-    // truncate follows the last one too, unless told not to.
-    bool follow_last = use == path_use::write && (flags & O_NOFOLLOW) == 0;
-    auto real = resolve_in_view(pid, raw, follow_last);
-    if (real.empty() || real == path || inside(real)
-        || detail::inside(real, "/dev") || detail::inside(real, "/proc"))
-      return std::nullopt;
-    // A writable directory named through a link of its own.
-    for (auto& w : policy.writable)
-      if (detail::inside(real, resolve_in_view(pid, w, true)))
-        return std::nullopt;
-    detail = fmt::format("{} (-> {})", path, real);
-    path = std::move(real);
-  }
-  bool there = exists_for(pid, path);
-  bool refused = use == path_use::replace
-                 || (use == path_use::write && (there || (flags & O_CREAT)))
-                 || (use == path_use::create && !there)
-                 || (use == path_use::remove && there);
-  if (!refused)
-    return std::nullopt;
-  return violation{violation_kind::write_denied, policy.execution,
-                   std::move(detail)};
-}
-
-std::optional<violation> judge_write(const seccomp_notif& n,
-                                     const watch_policy& policy) {
-  auto pid = static_cast<pid_t>(n.pid);
-  auto nr = static_cast<long>(n.data.nr);
-  uint64_t flags = 0;
-  if (nr == SYS_open)
-    flags = n.data.args[1];
-  else if (nr == SYS_openat)
-    flags = n.data.args[2];
-  else if (nr == SYS_openat2) {
-    open_how how{};
-    if (!read_memory(pid, n.data.args[2], &how, sizeof(how.flags)))
-      return std::nullopt;
-    flags = how.flags;
-    if ((flags & write_flags) == 0)
-      return std::nullopt;
-  }
-  for (auto& a : paths_of(nr, flags)) {
-    auto text = read_string(pid, n.data.args[a.path_index]);
-    if (!text)
-      continue;
-    int dirfd = a.dirfd_index < 0
-                  ? AT_FDCWD
-                  : static_cast<int>(n.data.args[a.dirfd_index]);
-    if (auto v = judge_path(pid, policy, dirfd, *text, a.use, flags))
-      return v;
-  }
-  return std::nullopt;
-}
-
-/// A `bind` of a unix socket to a path makes a file there, relative to
-/// the caller's cwd (an abstract address, starting with a NUL byte, makes
-/// none; nor does any other family).
-std::optional<violation> judge_bind(const seccomp_notif& n,
-                                    const watch_policy& policy) {
-  auto pid = static_cast<pid_t>(n.pid);
-  sockaddr_un a{};
-  constexpr size_t path_at = offsetof(sockaddr_un, sun_path);
-  auto len = std::min<uint64_t>(n.data.args[2], sizeof(a));
-  if (len <= path_at || !read_memory(pid, n.data.args[1], &a, len)
-      || a.sun_family != AF_UNIX || a.sun_path[0] == '\0')
-    return std::nullopt;
-  std::string text{a.sun_path, ::strnlen(a.sun_path, len - path_at)};
-  return judge_path(pid, policy, AT_FDCWD, text, path_use::create, 0);
-}
 
 /// Whether a TCP socket of the caller's network namespace listens on
 /// `port` at `addr` (raw words as /proc/net prints them) or at any
@@ -374,6 +79,13 @@ bool listening(pid_t pid, bool v6, const uint32_t* addr, uint16_t port) {
   return false;
 }
 
+/// Whether `path` exists in the caller's view (its root, so its mounts).
+bool exists_for(pid_t pid, const std::string& path) {
+  struct stat st;
+  auto seen = fmt::format("/proc/{}/root{}", pid, path);
+  return ::lstat(seen.c_str(), &st) == 0;
+}
+
 int socket_type(pid_t pid, int fd) {
   int type = SOCK_STREAM;
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
@@ -390,18 +102,65 @@ int socket_type(pid_t pid, int fd) {
   return type;
 }
 
-std::optional<violation> judge_connect(const seccomp_notif& n,
-                                       const watch_policy& policy) {
-  auto pid = static_cast<pid_t>(n.pid);
+/// The destination of a connect, or of a `sendto` that names one, read
+/// from the caller; none when it names none.
+struct destination {
   sockaddr_storage ss{};
-  auto len = std::min<uint64_t>(n.data.args[2], sizeof(ss));
-  if (len < sizeof(sa_family_t) || !read_memory(pid, n.data.args[1], &ss, len))
+  uint64_t len = 0;
+};
+
+std::optional<destination> destination_of(const seccomp_notif& n) {
+  auto pid = static_cast<pid_t>(n.pid);
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  if (n.data.nr == SYS_connect) {
+    addr = n.data.args[1];
+    len = n.data.args[2];
+  } else if (n.data.nr == SYS_sendto) {
+    addr = n.data.args[4];
+    len = n.data.args[5];
+  }
+  destination d;
+  d.len = std::min<uint64_t>(len, sizeof(d.ss));
+  if (addr == 0 || d.len < sizeof(sa_family_t)
+      || !read_memory(pid, addr, &d.ss, d.len))
     return std::nullopt;
+  return d;
+}
+
+/// A unix socket's path (not an abstract name: those of the session's
+/// network namespace only, which holds nothing of the host's).
+verdict judge_unix(const seccomp_notif& n, const destination& d,
+                   const watch_policy& policy) {
+  constexpr size_t path_at = offsetof(sockaddr_un, sun_path);
+  auto& a = reinterpret_cast<const sockaddr_un&>(d.ss);
+  if (d.len <= path_at || a.sun_path[0] == '\0')
+    return {};
+  std::string text{a.sun_path,
+                   ::strnlen(a.sun_path, std::min<size_t>(d.len - path_at,
+                                                          sizeof(a.sun_path)))};
+  auto* call = n.data.nr == SYS_connect ? "connect" : "sendto";
+  return judge_unix_peer(static_cast<pid_t>(n.pid), call, text, policy);
+}
+
+verdict judge_connect(const seccomp_notif& n, const watch_policy& policy) {
+  auto pid = static_cast<pid_t>(n.pid);
+  auto dest = destination_of(n);
+  if (!dest)
+    return {};
+  if (dest->ss.ss_family == AF_UNIX)
+    return judge_unix(n, *dest, policy);
+  // A send to an address on the network: refused by the namespace (a
+  // connected stream socket ignores the address), reported as a connect.
+  if (n.data.nr != SYS_connect)
+    return {};
+  auto& ss = dest->ss;
+  auto len = dest->len;
   bool v6 = ss.ss_family == AF_INET6;
   if (ss.ss_family != AF_INET && !v6)
-    return std::nullopt;
+    return {};
   if ((!v6 && len < sizeof(sockaddr_in)) || (v6 && len < sizeof(sockaddr_in6)))
-    return std::nullopt;
+    return {};
   uint32_t words[4] = {0, 0, 0, 0};
   uint16_t port = 0;
   char text[INET6_ADDRSTRLEN] = {0};
@@ -421,18 +180,18 @@ std::optional<violation> judge_connect(const seccomp_notif& n,
     ::inet_ntop(AF_INET, &a.sin_addr, text, sizeof(text));
     loopback = (ntohl(a.sin_addr.s_addr) >> 24) == 127;
   }
-  auto dest = v6 ? fmt::format("[{}]:{}", text, port)
-                 : fmt::format("{}:{}", text, port);
+  auto to = v6 ? fmt::format("[{}]:{}", text, port)
+               : fmt::format("{}:{}", text, port);
   if (socket_type(pid, static_cast<int>(n.data.args[0])) == SOCK_STREAM) {
     if (listening(pid, v6, words, port))
-      return std::nullopt;
-    return violation{violation_kind::connect_denied, policy.execution,
-                     loopback ? dest + " (nothing listens there in the session)"
-                              : dest};
+      return {};
+    return {violation{violation_kind::connect_denied, policy.execution,
+                      loopback ? to + " (nothing listens there in the session)"
+                               : to}};
   }
   if (loopback)
-    return std::nullopt;
-  return violation{violation_kind::connect_denied, policy.execution, dest};
+    return {};
+  return {violation{violation_kind::connect_denied, policy.execution, to}};
 }
 
 /// The cgroups of a process as the node sees them (`/proc/PID/cgroup`);
@@ -524,15 +283,17 @@ std::optional<seccomp_notif> as_native(const seccomp_notif& n) {
   return out;
 }
 
-/// The violation the kernel will refuse `n` (an x86-64 call) for, if any.
-std::optional<violation> judge(const seccomp_notif& n,
-                               const watch_policy& policy) {
-  if (n.data.nr == SYS_connect)
+/// What the node answers `n` (an x86-64 call).
+verdict judge(const seccomp_notif& n, const watch_policy& policy) {
+  auto nr = n.data.nr;
+  if (nr == SYS_connect || nr == SYS_sendto)
     return judge_connect(n, policy);
-  if (n.data.nr == SYS_bind)
-    return judge_bind(n, policy);
-  if (auto* call = pid_call_of(n.data.nr))
-    return judge_pid(n, *call, policy);
+  if (nr == SYS_bind)
+    return {judge_bind(n, policy)};
+  if (auto* call = pid_call_of(nr))
+    return {judge_pid(n, *call, policy)};
+  if (changes_metadata(nr))
+    return judge_metadata(n, policy);
   return judge_write(n, policy);
 }
 

@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "contain/path_judge.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/execution.hpp"
 
@@ -19,8 +20,10 @@ namespace sandbox::detail {
 /// told.
 std::optional<seccomp_notif> as_native(const seccomp_notif& n);
 
-/// The violation the kernel will refuse `n` (an x86-64 call) for, if any.
-std::optional<violation> judge(const seccomp_notif& n,
-                               const watch_policy& policy);
+/// What the node answers `n` (an x86-64 call): the violation the kernel
+/// will refuse it for, if any, or a refusal of the node's own (see
+/// `judge_metadata`, `judge_unix_peer` and the set-id modes of
+/// `judge_write`).
+verdict judge(const seccomp_notif& n, const watch_policy& policy);
 
 } // namespace sandbox::detail

@@ -28,29 +28,54 @@ struct watch_policy {
   bool scoped_signals = false;
 };
 
+/// The threads of a process that judge the watched calls of every
+/// contained command (`watch_syscalls`), started at the first one.
+constexpr size_t judge_threads = 2;
+
 /// The seccomp filter every command of a contained session installs (with
 /// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) just before its exec: `connect`,
-/// `bind` and the system calls that write a path (an open for writing,
-/// create, make a directory or node, remove, rename, link, truncate), those
-/// that name a process by its pid (signals, `pidfd_open`, `process_vm_*`, a
-/// `ptrace` attach) and those the node refuses (`io_uring_setup`, an
-/// `ioctl` of `TIOCSTI` or `TIOCLINUX`) notify the listener; everything
-/// else runs unwatched. It covers every ABI of an x86-64 process: x86-64,
-/// i386 (`int $0x80`, `connect` and `bind` through `socketcall` too) and
-/// x32. Built once, by libseccomp; a failure to build it (only running out
-/// of memory can cause one) ends the process.
+/// `bind`, a `sendto` naming an address, the system calls that
+/// write a path (an open for writing, create, make a directory or node,
+/// remove, rename, link, truncate), those that change a file's metadata
+/// (`chmod`, `chown`, `utime*`, `*setxattr`, `*removexattr` and their
+/// `f`, `l` and `at` forms), those that name a process by its pid
+/// (signals, `pidfd_open`, `process_vm_*`, a `ptrace` attach) and those
+/// the node refuses (`io_uring_setup`, an `ioctl` of `TIOCSTI` or
+/// `TIOCLINUX`) notify the listener; everything else runs unwatched. It covers
+/// every ABI of an x86-64 process: x86-64, i386 (`int $0x80`, `connect` and
+/// `bind` through `socketcall` too) and x32. Built once, by libseccomp; a
+/// failure to build it (only running out of memory can cause one) ends the
+/// process.
 const sock_fprog* watch_filter() noexcept;
 
-/// Watches the notifications of one command's filter (`listener`) on `r`
-/// until every process using the filter has exited. `io_uring_setup` and
-/// the `ioctl` requests `TIOCSTI` (typing into a terminal) and `TIOCLINUX`
-/// fail with `EPERM`, reported as `syscall_denied` naming the call
-/// (`ioctl TIOCSTI`). Every other call continues (Landlock and the network
-/// namespace refuse) after `report` (called on a reactor thread) was given
-/// a violation for one they will refuse:
+/// Watches the notifications of one command's filter (`listener`) until
+/// every process using the filter has exited: received on `r`, judged on
+/// one of the process's `judge_threads` (a command's calls one at a time,
+/// each path walk bounded: detail::walk_limits), so that a slow judgement
+/// holds only the command that asked for it. `report` is called on a judge
+/// thread, before the judged call returns. The node refuses (`EPERM`):
+/// - `io_uring_setup` and the `ioctl` requests `TIOCSTI` (typing into a
+///   terminal) and `TIOCLINUX`, reported as `syscall_denied` naming the
+///   call (`ioctl TIOCSTI`);
+/// - a mode with `S_ISUID` or `S_ISGID` (chmod calls, an open or creat that
+///   makes the file) and a `security.capability` attribute set, wherever
+///   the file is: `syscall_denied` ("chmod 04755 /w/py");
+/// - a change of metadata of a file outside `policy.writable`, or whose
+///   path cannot be resolved: `write_denied` naming the call and the path
+///   ("chmod /etc/passwd");
+/// - a `connect` or `sendto` to a unix socket path that exists
+///   outside `policy.writable`: `connect_denied` ("connect unix:/run/x").
+///
+/// The last two read the path from the caller's memory: another thread of
+/// the caller can change it between the judgement and the kernel's own
+/// reading. They are a report with a best-effort refusal; the boundary
+/// that holds is the kernel's (the session's identity and view).
+/// Every other call continues (Landlock and the network namespace refuse),
+/// after a report of one they will refuse:
 /// - `write_denied`: the path lies outside `policy.writable` (paths below
 ///   `/dev` and `/proc` are not judged); a `bind` of a unix socket to a
-///   path is judged as the creation of that path;
+///   path is judged as the creation of that path; a path whose walk passes
+///   the limits is not reported;
 /// - `connect_denied`: an IPv4 or IPv6 destination that no socket of the
 ///   session's network namespace listens on (a TCP connect) or that is not
 ///   loopback (any other);

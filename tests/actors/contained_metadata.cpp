@@ -1,0 +1,165 @@
+#define CAF_SUITE actors.contained_metadata
+#include "caf/test/unit_test.hpp"
+#include "helpers/check.hpp"
+
+// What a contained command may change of a file's metadata, and which unix
+// sockets it reaches (docs/security.md, "Metadata" and "Unix sockets";
+// reliability A2, A3, A9): set-uid and set-gid modes and file capabilities
+// are refused wherever the file is, a host file's mode and times outside
+// the writable places are refused, a host unix socket is refused; each
+// refusal reported. `chmod +x` in the working directory still works.
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "fixture.hpp"
+#include "helpers/can_contain.hpp"
+#include "sandbox/client/embedded_node.hpp"
+#include "sandbox/contain/isolation.hpp"
+
+using sandbox::isolation_mode;
+using sandbox::violation_kind;
+using sandbox::actors::blocking_session;
+using sandbox::actors::session_config;
+using sandbox::test::host_can_contain;
+
+namespace {
+
+bool has(const std::vector<sandbox::violation>& v, violation_kind kind,
+         const std::string& detail) {
+  for (auto& x : v)
+    if (x.kind == kind && x.detail == detail)
+      return true;
+  CAF_MESSAGE("not reported: " << detail);
+  for (auto& x : v)
+    CAF_MESSAGE("  reported: " << sandbox::to_string(x.kind) << " "
+                               << x.detail);
+  return false;
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+struct fixture {
+  sandbox::test::temp_dir dir;
+  sandbox::test::outside_dir out;
+  std::string work;
+  std::string outside;
+  std::unique_ptr<sandbox::actors::embedded_node> node;
+  std::optional<blocking_session> s;
+
+  fixture() {
+    work = dir.path + "/work";
+    outside = out.path;
+    if (!sandbox::host_isolation().missing().empty())
+      return;
+    auto cfg = sandbox::test::node_fixture::config();
+    cfg.isolation = isolation_mode::contained;
+    node = std::make_unique<sandbox::actors::embedded_node>(cfg);
+    session_config sc;
+    sc.working_directory = work;
+    sc.home_directory = dir.path + "/home";
+    auto made = blocking_session::create(*node, sc);
+    if (!made)
+      throw std::runtime_error(made.error().message);
+    s.emplace(std::move(*made));
+  }
+
+  ~fixture() {
+    if (s)
+      (void) s->stop();
+  }
+
+  sandbox::exec_result run(const std::string& cmd) {
+    auto r = s->execute(cmd, {});
+    if (!r)
+      throw std::runtime_error(r.error().message);
+    CAF_MESSAGE("stdout: " << r->stdout_data << "stderr: " << r->stderr_data);
+    return std::move(*r);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(contained_metadata_tests, fixture)
+
+CAF_TEST(set - uid and set - gid modes in the working directory are refused) {
+  if (!host_can_contain())
+    return;
+  auto r = run("cp /bin/true ./py && chmod 4755 ./py; echo $?;"
+               " mkdir dir && chmod g+s dir; echo $?;"
+               " chmod 755 ./py; echo $?; chmod +x ./py; echo $?");
+  CAF_CHECK_EQUAL(r.stdout_data, "1\n1\n0\n0\n");
+  CAF_CHECK_EQUAL(mode_of(work + "/py"), 0755u);
+  CAF_CHECK_EQUAL(mode_of(work + "/dir") & 07000, 0u);
+  CAF_CHECK(has(r.violations, violation_kind::syscall_denied,
+                "fchmodat 4755 " + work + "/py"));
+  CAF_CHECK(has(r.violations, violation_kind::syscall_denied,
+                "fchmodat 2755 " + work + "/dir"));
+  CAF_CHECK_EQUAL(r.violations.size(), 2u);
+}
+
+CAF_TEST(a file capability is refused and reported) {
+  if (!host_can_contain())
+    return;
+  auto r = run("cp /bin/true ./capbin && python3 -c \"import os, struct\n"
+               "try:\n"
+               "    os.setxattr('capbin', 'security.capability',"
+               " struct.pack('<IIIII', 0x02000001, 1 << 21, 0, 0, 0))\n"
+               "    print('set')\n"
+               "except PermissionError:\n"
+               "    print('refused')\"");
+  CAF_CHECK_EQUAL(r.stdout_data, "refused\n");
+  CAF_CHECK(has(r.violations, violation_kind::syscall_denied,
+                "setxattr security.capability " + work + "/capbin"));
+}
+
+CAF_TEST(the mode and times of a host file are refused and reported) {
+  if (!host_can_contain())
+    return;
+  auto file = outside + "/file";
+  std::ofstream{file} << "s";
+  ::chmod(file.c_str(), 0600);
+  auto r = run("chmod 0666 " + file + "; echo $?; touch -m -d 2001-01-01 "
+               + file + "; echo $?");
+  CAF_CHECK_EQUAL(r.stdout_data, "1\n1\n");
+  CAF_CHECK_EQUAL(mode_of(file), 0600u);
+  CAF_CHECK(
+    has(r.violations, violation_kind::write_denied, "fchmodat " + file));
+  CAF_CHECK(
+    has(r.violations, violation_kind::write_denied, "utimensat " + file));
+}
+
+CAF_TEST(a host unix socket is refused and reported) {
+  if (!host_can_contain())
+    return;
+  auto path = outside + "/host.sock";
+  int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path.data(), path.size());
+  CAF_REQUIRE_EQUAL(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  CAF_REQUIRE_EQUAL(::listen(l, 4), 0);
+  auto r = run("python3 -c \"import socket\n"
+               "s = socket.socket(socket.AF_UNIX)\n"
+               "try:\n"
+               "    s.connect('"
+               + path
+               + "')\n"
+                 "    print('connected')\n"
+                 "except PermissionError:\n"
+                 "    print('refused')\"");
+  ::close(l);
+  CAF_CHECK_EQUAL(r.stdout_data, "refused\n");
+  CAF_CHECK(
+    has(r.violations, violation_kind::connect_denied, "connect unix:" + path));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
