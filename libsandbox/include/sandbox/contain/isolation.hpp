@@ -48,6 +48,8 @@ struct isolation_limits {
   /// reported as `connection_limit`. Each costs the node two descriptors
   /// and 128 KiB of buffers.
   uint64_t max_connections = 256;
+  /// Size of the private /tmp and /dev/shm each (bytes; 0: 1 GiB).
+  uint64_t tmp_size = 0;
 };
 
 /// What this host can give a contained session, probed once per process
