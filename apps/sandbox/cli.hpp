@@ -40,10 +40,16 @@ struct global_options {
   /// contained sessions this invocation creates may connect to; `serve`'s
   /// default.
   std::vector<std::string> allow_net;
+  /// --allow-read PATH / --allow-write PATH (repeatable): host paths the
+  /// view of the contained sessions this invocation creates shows
+  /// read-only / writable; `serve`'s default.
+  std::vector<std::string> allow_read;
+  std::vector<std::string> allow_write;
 };
 
-/// Sets `cfg.isolation` from --isolation (validated by the parser) and
-/// `cfg.allow_net` from --allow-net (checked by the node).
+/// Sets `cfg.isolation` from --isolation (validated by the parser),
+/// `cfg.allow_net` from --allow-net, `cfg.allow_read` and `allow_write`
+/// from --allow-read and --allow-write (checked by the node).
 void apply_isolation(const global_options& g, actors::session_config& cfg);
 
 /// Exit statuses of the CLI (docs/cli.md).
