@@ -79,6 +79,8 @@ struct fixture {
   blocking_session make_session(session_config cfg = {}) {
     cfg.home_directory = dir.path + "/home";
     cfg.working_directory = out.path + "/wd";
+    // The rest of `out` is what the session sees but may not change.
+    cfg.allow_read = {out.path};
     auto s = blocking_session::create(*node, cfg);
     if (!s)
       throw std::runtime_error(s.error().message);

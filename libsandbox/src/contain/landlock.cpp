@@ -129,7 +129,10 @@ result<unique_fd> make_ruleset(pid_t init, const containment_spec& spec,
   for (auto* path : {"/tmp", "/dev/shm"})
     if (auto ok = add_rule(ruleset.get(), root.get(), path, all, false); !ok)
       return ok.error();
-  for (auto* path : {"/dev/null", "/dev/zero", "/dev/full"})
+  // The session's own devpts instance (terminals of its own, opened
+  // through /dev/ptmx, a link to pts/ptmx) and its controlling terminal.
+  for (auto* path :
+       {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"})
     if (auto ok = add_rule(ruleset.get(), root.get(), path, dev, false); !ok)
       return ok.error();
   return ruleset;

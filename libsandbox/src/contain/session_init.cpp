@@ -301,11 +301,11 @@ SANDBOX_CHILD_FN long build_view(view_mount* mounts, size_t n, int& stage) {
       case view_mount::devpts:
         // A devpts instance of its own: the host's terminals (the one
         // the CLI runs in) are not in the view, and /dev/ptmx (a link to
-        // pts/ptmx) makes terminals of this instance only.
+        // pts/ptmx) makes terminals of this instance only. Not `nodev`:
+        // its nodes are the terminals.
         stage = init_devpts;
         r = child_sys(SYS_mount, reinterpret_cast<long>("devpts"), target,
-                      reinterpret_cast<long>("devpts"),
-                      MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      reinterpret_cast<long>("devpts"), MS_NOSUID | MS_NOEXEC,
                       reinterpret_cast<long>("newinstance,ptmxmode=0666,"
                                              "mode=0620"));
         break;
