@@ -57,6 +57,11 @@ struct global_options {
   /// What `limit_text` makes (`parse_limits`); unset when no limit flag was
   /// given.
   std::optional<isolation_limits> limits;
+  /// --allow-read PATH / --allow-write PATH (repeatable): host paths the
+  /// view of the contained sessions this invocation creates shows
+  /// read-only / writable; `serve`'s default.
+  std::vector<std::string> allow_read;
+  std::vector<std::string> allow_write;
 };
 
 /// The limits of `flags`: `actors::default_contained_limits()` with the
@@ -71,8 +76,9 @@ parse_limits(const global_options::limit_flags& flags);
 result<uint64_t> parse_size(std::string_view option, const std::string& text);
 
 /// Sets `cfg.isolation` from --isolation (validated by the parser),
-/// `cfg.allow_net` from --allow-net (checked by the node) and `cfg.limits`
-/// from the limit flags (parsed by main).
+/// `cfg.allow_net` from --allow-net, `cfg.allow_read` and `allow_write`
+/// from --allow-read and --allow-write (checked by the node) and
+/// `cfg.limits` from the limit flags (parsed by main).
 void apply_isolation(const global_options& g, actors::session_config& cfg);
 
 /// Exit statuses of the CLI (docs/cli.md).

@@ -102,6 +102,11 @@ int serve(const global_options& g, const serve_flags& f) {
   rcfg.allow_net = g.allow_net;
   if (g.limits)
     rcfg.limits = *g.limits;
+  for (auto [from, to] :
+       {std::pair{&g.allow_read, &rcfg.isolation_allow_read},
+        std::pair{&g.allow_write, &rcfg.isolation_allow_write}})
+    for (auto& p : *from)
+      to->push_back(std::filesystem::absolute(p).lexically_normal());
   // Commands of contained sessions never read the node's key.
   if (!g.tls_key.empty())
     rcfg.isolation_deny.push_back(std::filesystem::absolute(g.tls_key));

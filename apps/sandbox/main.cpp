@@ -207,6 +207,12 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
                                       "an existing session (--session), "
                                       "session list or session stop",
                                       limit));
+  if ((!g.allow_read.empty() || !g.allow_write.empty())
+      && (!g.session.empty() || !creates))
+    return usage_error(g, "--allow-read and --allow-write set the view of the "
+                          "sessions a command creates: they do nothing for "
+                          "an existing session (--session), session list or "
+                          "session stop");
   if (serving && (!g.nodes.empty() || !g.session.empty()))
     return usage_error(g,
                        fmt::format("serve: {} is for clients of a node",
@@ -336,6 +342,18 @@ int main(int argc, char** argv) {
                 "default); see docs/security.md")
     ->allow_extra_args(false);
   add_limit_options(app, g.limit_text);
+  app
+    .add_option("--allow-read", g.allow_read,
+                "PATH of the host a command of a contained session this "
+                "command creates may read (repeatable; serve: the node's "
+                "default); see docs/security.md")
+    ->allow_extra_args(false);
+  app
+    .add_option("--allow-write", g.allow_write,
+                "PATH of the host a command of a contained session this "
+                "command creates may write (repeatable; serve: the node's "
+                "default); see docs/security.md")
+    ->allow_extra_args(false);
   std::vector<command> commands;
   commands.push_back(add_run(app, g));
   commands.push_back(add_code(app, g));

@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -59,6 +60,19 @@ actors::embedded_node& embedded() {
   return *node;
 }
 
+namespace {
+
+/// `paths` made absolute against the CLI's directory (a remote node
+/// resolves them on its own host).
+std::vector<std::string> absolute_paths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (auto& p : paths)
+    out.push_back(std::filesystem::absolute(p).lexically_normal().string());
+  return out;
+}
+
+} // namespace
+
 void apply_isolation(const global_options& g, actors::session_config& cfg) {
   if (auto mode = parse_isolation(g.isolation); mode)
     cfg.isolation = *mode;
@@ -66,6 +80,8 @@ void apply_isolation(const global_options& g, actors::session_config& cfg) {
     cfg.allow_net = g.allow_net;
   if (g.limits)
     cfg.limits = *g.limits;
+  cfg.allow_read = absolute_paths(g.allow_read);
+  cfg.allow_write = absolute_paths(g.allow_write);
 }
 
 result<acquired_session> acquire_session(const global_options& g,

@@ -122,6 +122,8 @@ struct fixture {
   blocking_session make_session() {
     session_config cfg;
     cfg.home_directory = dir.path + "/home";
+    // What the session may see but not change (outside its view else).
+    cfg.allow_read = {out.path};
     auto s = blocking_session::create(*node, cfg);
     if (!s)
       throw std::runtime_error(s.error().message);

@@ -124,6 +124,10 @@ inline size_t zombie_children() {
 inline actors::runtime_config suite_runtime_config() {
   actors::runtime_config cfg;
   cfg.isolation = suite_isolation();
+  // Contained sessions run the test's helper programs: their directory is
+  // in every session's view (read-only).
+  auto child = visible_program(SANDBOX_TEST_CHILD);
+  cfg.isolation_allow_read.push_back(child.substr(0, child.rfind('/')));
   return cfg;
 }
 

@@ -98,13 +98,16 @@ CAF_TEST(a command reaches an allowed host server and no other port) {
     ::close(c);
   }};
   auto child = sandbox::test::visible_program(SANDBOX_TEST_CHILD);
-  auto r = sandbox_cli("--isolation contained --allow-net 127.0.0.1:"
+  // The helper program's directory is in the session's view.
+  auto see = " --allow-read " + child.substr(0, child.rfind('/'));
+  auto r = sandbox_cli("--isolation contained" + see + " --allow-net 127.0.0.1:"
                        + std::to_string(allowed.port) + " run -- " + child
                        + " fetch " + std::to_string(allowed.port));
   server.join();
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.out, "pong\n");
-  auto denied = sandbox_cli("--isolation contained --allow-net 127.0.0.1:"
+  auto denied = sandbox_cli("--isolation contained" + see
+                            + " --allow-net 127.0.0.1:"
                             + std::to_string(allowed.port) + " run -- " + child
                             + " fetch " + std::to_string(other.port));
   CAF_CHECK_EQUAL(denied.status, 1);

@@ -90,7 +90,8 @@ CAF_TEST(run json names what a contained session refused) {
     return sandbox::test::run_shell("cd '" + wd.path + "' && "
                                     + sandbox::test::cli_path() + " " + args);
   };
-  auto r = in_wd("--isolation contained run --json 'echo x > " + target + "'");
+  auto see = "--isolation contained --allow-read '" + out.path + "' ";
+  auto r = in_wd(see + "run --json 'echo x > " + target + "'");
   CAF_CHECK_NOT_EQUAL(r.status, 0);
   auto lines = json_lines(r.out);
   CAF_REQUIRE(!lines.empty());
@@ -102,7 +103,7 @@ CAF_TEST(run json names what a contained session refused) {
   CAF_CHECK_EQUAL(last["violations"][0]["execution"], 1);
   CAF_CHECK_EQUAL(last["violations"][0]["detail"], target);
   // Without --json: one line on stderr after the command's own.
-  auto t = in_wd("--isolation contained run 'echo x > " + target + "' 2>&1");
+  auto t = in_wd(see + "run 'echo x > " + target + "' 2>&1");
   CAF_CHECK(t.out.find("sandbox: write_denied: " + target)
             != std::string::npos);
   // An honest command has none.

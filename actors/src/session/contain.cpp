@@ -15,6 +15,8 @@ result<void> make_containment(session_state& st) {
   cs.working_directory = st.p.working_directory;
   cs.home_directory = st.p.home_directory;
   cs.deny = st.p.deny;
+  cs.allow_read = st.p.allow_read;
+  cs.allow_write = st.p.allow_write;
   cs.limits = st.p.limits;
   cs.allow_net = st.p.allow_net;
   cs.session_cgroup = st.p.rt->session_cgroup(st.p.id);

@@ -1,6 +1,26 @@
 #include "session/state.hpp"
 
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <tuple>
+
 namespace sandbox::actors {
+
+namespace {
+
+/// `path` without symbolic links; an error when it does not exist.
+result<std::string> existing_path(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr)
+    return make_errno_error(errno, path);
+  std::string out{real};
+  std::free(real);
+  return out;
+}
+
+} // namespace
 
 std::vector<std::string> allowlist_to_resolve(const runtime& rt,
                                               const session_config& cfg) {
@@ -35,6 +55,13 @@ make_session_params(runtime_ptr rt, const session_config& cfg,
                                  ok.error().message)};
   session_params p;
   p.isolation = cfg.isolation ? *cfg.isolation : rt->config().isolation;
+  for (auto [name, paths] : {std::pair{"allow_read", &cfg.allow_read},
+                             std::pair{"allow_write", &cfg.allow_write}})
+    if (p.isolation != isolation_mode::contained && !paths->empty())
+      return error{errc::invalid_argument,
+                   fmt::format("session_config.{} ({}) applies to contained "
+                               "sessions only: this one is {}",
+                               name, paths->front(), to_string(p.isolation))};
   if (p.isolation != isolation_mode::contained && cfg.allow_net
       && !cfg.allow_net->empty())
     return error{errc::invalid_argument,
@@ -69,7 +96,23 @@ make_session_params(runtime_ptr rt, const session_config& cfg,
                    fmt::format("invalid session_config.allow_net: {}",
                                allow->error().message)};
     p.allow_net = **allow;
-    p.deny = rt->config().isolation_deny;
+    auto& rc = rt->config();
+    for (auto [name, into, node, own] :
+         {std::tuple{"allow_read", &p.allow_read, &rc.isolation_allow_read,
+                     &cfg.allow_read},
+          std::tuple{"allow_write", &p.allow_write, &rc.isolation_allow_write,
+                     &cfg.allow_write}})
+      for (auto* list : {node, own})
+        for (auto& path : *list) {
+          auto real = existing_path(fs::resolve(*cwd, path));
+          if (!real)
+            return error{errc::invalid_argument,
+                         fmt::format("invalid session_config.{} {}: {}", name,
+                                     quote_for_message(path),
+                                     real.error().message)};
+          into->push_back(std::move(*real));
+        }
+    p.deny = rc.isolation_deny;
     // The shared home of the none sessions and the own homes of the other
     // contained sessions (its own is kept below `homes`, as a working
     // directory below the base directory).

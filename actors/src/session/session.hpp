@@ -49,6 +49,10 @@ struct session_params {
   isolation_limits limits;
   /// Paths its commands cannot read (contained only).
   std::vector<std::string> deny;
+  /// Host paths its view shows read-only, and writable (contained only;
+  /// absolute, existing, without symbolic links).
+  std::vector<std::string> allow_read;
+  std::vector<std::string> allow_write;
   /// Outside destinations its commands may connect to (contained only).
   std::vector<net_destination> allow_net;
   /// A contained session's listener on 127.0.0.1:<leased port> of the

@@ -169,7 +169,7 @@ result<void> containment::cover_denied(containment_spec& spec) {
       reg->report_group(d.pgid, violation{violation_kind::read_denied, 0,
                                           std::move(d.path)});
     },
-    {spec.working_directory, spec.home_directory});
+    kept_directories());
   if (!cover)
     return cover.error();
   spec.placeholders = (*cover)->placeholders();
@@ -184,6 +184,8 @@ result<void> containment::start() {
   containment_spec spec;
   spec.working_directory = settings_.working_directory;
   spec.home_directory = settings_.home_directory;
+  spec.allow_read = settings_.allow_read;
+  spec.allow_write = settings_.allow_write;
   spec.deny = settings_.deny;
   spec.limits = settings_.limits;
   if (!settings_.session_cgroup.empty()) {
@@ -239,8 +241,21 @@ void containment::prepare(launch_spec& spec) const {
 }
 
 std::vector<std::string> containment::writable_directories() const {
-  return {settings_.working_directory, settings_.home_directory, "/tmp",
-          "/dev/shm"};
+  std::vector<std::string> out{settings_.working_directory,
+                               settings_.home_directory, "/tmp", "/dev/shm"};
+  out.insert(out.end(), settings_.allow_write.begin(),
+             settings_.allow_write.end());
+  return out;
+}
+
+std::vector<std::string> containment::kept_directories() const {
+  std::vector<std::string> out{settings_.working_directory,
+                               settings_.home_directory};
+  out.insert(out.end(), settings_.allow_write.begin(),
+             settings_.allow_write.end());
+  out.insert(out.end(), settings_.allow_read.begin(),
+             settings_.allow_read.end());
+  return out;
 }
 
 containment::launch::launch(containment& c) : c_(c) {
@@ -320,7 +335,7 @@ result<std::shared_ptr<const fs::session_view>> containment::view() {
     return ok.error();
   fs::view_policy policy;
   policy.deny = settings_.deny;
-  policy.kept = {settings_.working_directory, settings_.home_directory};
+  policy.kept = kept_directories();
   policy.writable = writable_directories();
   return fs::session_view::open(
     fmt::format("/proc/{}/root", session_->init_pid()), std::move(policy));

@@ -89,8 +89,9 @@ result<void> add_rule(int ruleset, int root, const std::string& path,
 
 } // namespace
 
-/// Reads the whole system, writes the working directory, the home, the
-/// private /tmp and /dev/shm and the harmless devices.
+/// Reads the whole view, writes the working directory, the home, the
+/// `allow_write` paths, the private /tmp and /dev/shm and the harmless
+/// devices.
 result<unique_fd> make_ruleset(pid_t init, const containment_spec& spec,
                                int abi) {
   // From ABI 6 on, signals are scoped too: a command cannot signal the
@@ -122,10 +123,16 @@ result<unique_fd> make_ruleset(pid_t init, const containment_spec& spec,
   for (auto* path : {&spec.working_directory, &spec.home_directory})
     if (auto ok = add_rule(ruleset.get(), root.get(), *path, all, true); !ok)
       return ok.error();
+  for (auto& path : spec.allow_write)
+    if (auto ok = add_rule(ruleset.get(), root.get(), path, all, true); !ok)
+      return ok.error();
   for (auto* path : {"/tmp", "/dev/shm"})
     if (auto ok = add_rule(ruleset.get(), root.get(), path, all, false); !ok)
       return ok.error();
-  for (auto* path : {"/dev/null", "/dev/zero", "/dev/full"})
+  // The session's own devpts instance (terminals of its own, opened
+  // through /dev/ptmx, a link to pts/ptmx) and its controlling terminal.
+  for (auto* path :
+       {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"})
     if (auto ok = add_rule(ruleset.get(), root.get(), path, dev, false); !ok)
       return ok.error();
   return ruleset;

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "contain/init_program.hpp"
+#include "contain/init_view.hpp"
 #include "core/paths.hpp"
 #include "process/child_syscall.hpp"
 #include "process/vm_child.hpp"
@@ -103,11 +104,15 @@ enum init_stage : int {
   init_gid_map,
   init_private,
   init_open_tree,
-  init_masking,
+  init_attr,
+  init_root,
   init_mkdir,
   init_move_mount,
+  init_tmpfs,
+  init_symlink,
   init_proc,
   init_devpts,
+  init_pivot,
   init_loopback,
   init_hostname,
   init_stdio,
@@ -127,17 +132,25 @@ const char* init_stage_name(int stage) {
     case init_private:
       return "cannot make the mounts private";
     case init_open_tree:
-      return "cannot clone a kept directory's mount";
-    case init_masking:
-      return "cannot mount over a denied path";
+      return "cannot clone a mount of the view";
+    case init_attr:
+      return "cannot make a mount of the view nosuid,nodev";
+    case init_root:
+      return "cannot mount the new root (a tmpfs)";
     case init_mkdir:
-      return "cannot make a kept directory's mount point";
+      return "cannot make a mount point in the new root";
     case init_move_mount:
-      return "cannot mount a kept directory";
+      return "cannot mount a directory of the view";
+    case init_tmpfs:
+      return "cannot mount a tmpfs of the view";
+    case init_symlink:
+      return "cannot make a symbolic link of the view";
     case init_proc:
       return "cannot mount proc";
     case init_devpts:
       return "cannot mount a devpts of its own on /dev/pts";
+    case init_pivot:
+      return "cannot pivot_root into the new root";
     case init_loopback:
       return "cannot bring up the loopback interface";
     case init_hostname:
@@ -151,36 +164,13 @@ const char* init_stage_name(int stage) {
   }
 }
 
-/// A path mounted over: a private tmpfs (/tmp), an empty directory or an
-/// empty file (a denied path), a placeholder of the node's bound over a
-/// denied path (`source`; see read_guard.hpp), or a detached mount of the
-/// node's moved over one (`tree`; lookup_server.hpp).
-struct init_mask {
-  enum kind_t : int { private_tmp, hide_dir, hide_file } kind;
-  const char* path;
-  const char* source = nullptr;
-  int tree = -1;
-};
-
-/// A directory that stays reachable inside a masked one: its mount is
-/// cloned before the masks and moved back after them.
-struct init_keep {
-  const char* path;
-  /// Directories to make inside the mask, parents first (the path last).
-  const char* const* dirs;
-  size_t ndirs;
-  int tree = -1; // written by the child
-};
-
 struct init_plan {
   const char* uid_map = nullptr;
   size_t uid_map_len = 0;
   const char* gid_map = nullptr;
   size_t gid_map_len = 0;
-  init_mask* masks = nullptr;
-  size_t nmasks = 0;
-  init_keep* keeps = nullptr;
-  size_t nkeeps = 0;
+  view_mount* mounts = nullptr;
+  size_t nmounts = 0;
   int devnull = -1;
   int program = -1;
   char* const* argv = nullptr;
@@ -218,6 +208,135 @@ SANDBOX_CHILD_FN long bring_up_loopback() {
   return r;
 }
 
+/// Builds the session's root from `mounts` (init_view.hpp) and pivots into
+/// it; the host's tree is gone from the namespace afterwards. -errno with
+/// `stage` set on failure.
+SANDBOX_CHILD_FN long build_view(view_mount* mounts, size_t n, int& stage) {
+  long r = 0;
+  // What the root takes from the host is cloned while the host's tree is
+  // the root, with its attributes set before anything can use it.
+  for (size_t i = 0; i < n; ++i) {
+    auto& m = mounts[i];
+    if (m.kind != view_mount::bind || m.source == nullptr)
+      continue;
+    r = child_sys(SYS_open_tree, AT_FDCWD, reinterpret_cast<long>(m.source),
+                  OPEN_TREE_CLONE | O_CLOEXEC
+                    | (m.recursive ? AT_RECURSIVE : 0));
+    if (r < 0) {
+      stage = init_open_tree;
+      return r;
+    }
+    m.tree = static_cast<int>(r);
+    struct mount_attr attr;
+    for (size_t j = 0; j < sizeof(attr); ++j)
+      reinterpret_cast<volatile char*>(&attr)[j] = 0;
+    attr.attr_set = m.attr;
+    r = child_sys(SYS_mount_setattr, m.tree, reinterpret_cast<long>(""),
+                  AT_EMPTY_PATH | (m.recursive ? AT_RECURSIVE : 0),
+                  reinterpret_cast<long>(&attr), sizeof(attr));
+    if (r < 0) {
+      stage = init_attr;
+      return r;
+    }
+  }
+  // The new root is staged on /tmp (everything of the host's /tmp it needs
+  // was cloned above) and built relative to it.
+  if ((r = child_sys(SYS_mount, reinterpret_cast<long>("tmpfs"),
+                     reinterpret_cast<long>("/tmp"),
+                     reinterpret_cast<long>("tmpfs"), MS_NOSUID | MS_NODEV,
+                     reinterpret_cast<long>("mode=0755,size=64k")))
+        < 0
+      || (r = child_sys(SYS_chdir, reinterpret_cast<long>("/tmp"))) < 0) {
+    stage = init_root;
+    return r;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    auto& m = mounts[i];
+    auto target = reinterpret_cast<long>(m.target);
+    stage = init_mkdir;
+    // What exists already (a directory of a read-only bind) is not made
+    // again: making it would fail with EROFS there.
+    struct stat st;
+    for (size_t j = 0; j < m.ndirs; ++j) {
+      if (child_sys(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(m.dirs[j]),
+                    reinterpret_cast<long>(&st), 0)
+          == 0)
+        continue;
+      r = child_sys(SYS_mkdirat, AT_FDCWD, reinterpret_cast<long>(m.dirs[j]),
+                    0755);
+      if (r < 0 && r != -EEXIST)
+        return r;
+    }
+    if (m.file
+        && child_sys(SYS_newfstatat, AT_FDCWD, target,
+                     reinterpret_cast<long>(&st), AT_SYMLINK_NOFOLLOW)
+             != 0) {
+      r = child_sys(SYS_openat, AT_FDCWD, target,
+                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (r < 0)
+        return r;
+      child_sys(SYS_close, r);
+    }
+    switch (m.kind) {
+      case view_mount::bind:
+        stage = init_move_mount;
+        r = child_sys(SYS_move_mount, m.tree, reinterpret_cast<long>(""),
+                      AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+        break;
+      case view_mount::tmpfs:
+        stage = init_tmpfs;
+        r = child_sys(SYS_mount, reinterpret_cast<long>("tmpfs"), target,
+                      reinterpret_cast<long>("tmpfs"), MS_NOSUID | MS_NODEV,
+                      reinterpret_cast<long>(m.data));
+        break;
+      case view_mount::proc:
+        // Made while the host's /proc is still in the namespace: the
+        // kernel lets a user namespace mount proc only where a full one
+        // is visible.
+        stage = init_proc;
+        r = child_sys(SYS_mount, reinterpret_cast<long>("proc"), target,
+                      reinterpret_cast<long>("proc"),
+                      MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
+        break;
+      case view_mount::devpts:
+        // A devpts instance of its own: the host's terminals (the one
+        // the CLI runs in) are not in the view, and /dev/ptmx (a link to
+        // pts/ptmx) makes terminals of this instance only. Not `nodev`:
+        // its nodes are the terminals.
+        stage = init_devpts;
+        r = child_sys(SYS_mount, reinterpret_cast<long>("devpts"), target,
+                      reinterpret_cast<long>("devpts"), MS_NOSUID | MS_NOEXEC,
+                      reinterpret_cast<long>("newinstance,ptmxmode=0666,"
+                                             "mode=0620"));
+        break;
+      case view_mount::symlink:
+        stage = init_symlink;
+        r = child_sys(SYS_symlinkat, reinterpret_cast<long>(m.data), AT_FDCWD,
+                      target);
+        break;
+    }
+    if (r < 0)
+      return r;
+  }
+  // pivot_root(".", "."): the old root lands on top of the new one and is
+  // detached from there; nothing of the host's tree stays reachable.
+  stage = init_pivot;
+  if ((r = child_sys(SYS_pivot_root, reinterpret_cast<long>("."),
+                     reinterpret_cast<long>(".")))
+        < 0
+      || (r = child_sys(SYS_umount2, reinterpret_cast<long>("."), MNT_DETACH))
+           < 0
+      || (r = child_sys(SYS_chdir, reinterpret_cast<long>("/"))) < 0)
+    return r;
+  stage = init_root;
+  r = child_sys(SYS_mount, 0, reinterpret_cast<long>("/"), 0,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, 0);
+  if (r < 0)
+    return r;
+  stage = init_ok;
+  return 0;
+}
+
 SANDBOX_CHILD_FN int init_main(void* arg) {
   auto* p = static_cast<init_plan*>(arg);
   long r = 0;
@@ -248,83 +367,8 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
     stage = init_private;
     goto fail;
   }
-  for (size_t i = 0; i < p->nkeeps; ++i) {
-    auto& k = p->keeps[i];
-    r = child_sys(SYS_open_tree, AT_FDCWD, reinterpret_cast<long>(k.path),
-                  OPEN_TREE_CLONE | O_CLOEXEC | AT_RECURSIVE);
-    if (r < 0) {
-      stage = init_open_tree;
-      goto fail;
-    }
-    k.tree = static_cast<int>(r);
-  }
-  // Placeholders first: they may lie in the host's /tmp, which the private
-  // one covers next.
-  for (size_t i = 0; i < 2 * p->nmasks; ++i) {
-    auto& m = p->masks[i % p->nmasks];
-    if ((m.source != nullptr || m.tree >= 0) != (i < p->nmasks))
-      continue;
-    if (m.tree >= 0)
-      r = child_sys(SYS_move_mount, m.tree, reinterpret_cast<long>(""),
-                    AT_FDCWD, reinterpret_cast<long>(m.path),
-                    MOVE_MOUNT_F_EMPTY_PATH);
-    else if (m.source != nullptr)
-      r = child_sys(SYS_mount, reinterpret_cast<long>(m.source),
-                    reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
-    else if (m.kind == init_mask::hide_file)
-      r = child_sys(SYS_mount, reinterpret_cast<long>("/dev/null"),
-                    reinterpret_cast<long>(m.path), 0, MS_BIND, 0);
-    else
-      r = child_sys(SYS_mount, reinterpret_cast<long>("tmpfs"),
-                    reinterpret_cast<long>(m.path),
-                    reinterpret_cast<long>("tmpfs"), MS_NOSUID | MS_NODEV,
-                    reinterpret_cast<long>(m.kind == init_mask::private_tmp
-                                             ? "mode=1777"
-                                             : "mode=0755,size=64k"));
-    if (r < 0) {
-      stage = init_masking;
-      goto fail;
-    }
-  }
-  for (size_t i = 0; i < p->nkeeps; ++i) {
-    auto& k = p->keeps[i];
-    for (size_t j = 0; j < k.ndirs; ++j) {
-      r = child_sys(SYS_mkdirat, AT_FDCWD, reinterpret_cast<long>(k.dirs[j]),
-                    0755);
-      if (r < 0 && r != -EEXIST) {
-        stage = init_mkdir;
-        goto fail;
-      }
-    }
-    r = child_sys(SYS_move_mount, k.tree, reinterpret_cast<long>(""), AT_FDCWD,
-                  reinterpret_cast<long>(k.path), MOVE_MOUNT_F_EMPTY_PATH);
-    if (r < 0) {
-      stage = init_move_mount;
-      goto fail;
-    }
-  }
-  // A /proc of the new PID namespace: only the session's processes.
-  if ((r = child_sys(SYS_mount, reinterpret_cast<long>("proc"),
-                     reinterpret_cast<long>("/proc"),
-                     reinterpret_cast<long>("proc"),
-                     MS_NOSUID | MS_NODEV | MS_NOEXEC, 0))
-      < 0) {
-    stage = init_proc;
+  if ((r = build_view(p->mounts, p->nmounts, stage)) < 0)
     goto fail;
-  }
-  // A devpts instance of its own on /dev/pts: the host's terminals (the
-  // one the CLI runs in, which a command could otherwise open and read)
-  // are not in the view, and /dev/ptmx, which opens the devpts beside it,
-  // makes terminals of this instance only.
-  if ((r = child_sys(SYS_mount, reinterpret_cast<long>("devpts"),
-                     reinterpret_cast<long>("/dev/pts"),
-                     reinterpret_cast<long>("devpts"), MS_NOSUID | MS_NOEXEC,
-                     reinterpret_cast<long>("newinstance,ptmxmode=0666,"
-                                            "mode=0620")))
-      < 0) {
-    stage = init_devpts;
-    goto fail;
-  }
   if ((r = bring_up_loopback()) < 0) {
     stage = init_loopback;
     goto fail;
@@ -362,93 +406,6 @@ fail:
 
 constexpr size_t init_stack_size = 32 * 1024;
 
-/// Everything the init plan points to, owned here.
-struct init_layout {
-  std::string uid_map;
-  std::string gid_map;
-  std::vector<std::string> mask_paths;
-  std::vector<init_mask> masks;
-  std::vector<std::string> keep_paths;
-  std::vector<std::vector<std::string>> keep_dirs;
-  std::vector<std::vector<const char*>> keep_dir_ptrs;
-  std::vector<init_keep> keeps;
-};
-
-/// What gets mounted over: the private /tmp and /dev/shm, then the denied
-/// paths that exist and are not inside another mask already; then which
-/// of the working directory and home must be brought back.
-void plan_mounts(const containment_spec& spec, init_layout& l) {
-  std::vector<std::pair<std::string, init_mask::kind_t>> masks;
-  masks.emplace_back("/tmp", init_mask::private_tmp);
-  masks.emplace_back("/dev/shm", init_mask::private_tmp);
-  auto deny = spec.deny;
-  std::sort(deny.begin(), deny.end());
-  for (auto& d : deny) {
-    struct stat st;
-    if (d.empty() || d[0] != '/' || ::stat(d.c_str(), &st) != 0)
-      continue;
-    bool covered = false;
-    for (auto& [m, kind] : masks)
-      covered = covered || inside(d, m);
-    if (covered)
-      continue;
-    masks.emplace_back(d, S_ISDIR(st.st_mode) ? init_mask::hide_dir
-                                              : init_mask::hide_file);
-  }
-  for (auto& [path, kind] : masks) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      continue;
-    l.mask_paths.push_back(path);
-    l.masks.push_back(init_mask{kind, nullptr});
-  }
-  for (size_t i = 0; i < l.masks.size(); ++i) {
-    l.masks[i].path = l.mask_paths[i].c_str();
-    if (l.masks[i].kind == init_mask::private_tmp)
-      continue;
-    auto ph = spec.placeholders.find(l.mask_paths[i]);
-    if (ph != spec.placeholders.end())
-      l.masks[i].source = ph->second.c_str();
-    auto tree = spec.mounts.find(l.mask_paths[i]);
-    if (tree != spec.mounts.end() && l.masks[i].kind == init_mask::hide_dir)
-      l.masks[i].tree = tree->second;
-  }
-  for (auto* keep : {&spec.working_directory, &spec.home_directory}) {
-    const std::string* under = nullptr;
-    for (auto& m : l.mask_paths)
-      if (inside(*keep, m) && (under == nullptr || m.size() > under->size()))
-        under = &m;
-    if (under == nullptr
-        || std::find(l.keep_paths.begin(), l.keep_paths.end(), *keep)
-             != l.keep_paths.end())
-      continue;
-    // A keep inside another keep comes back with its parent.
-    bool nested = false;
-    for (auto* other : {&spec.working_directory, &spec.home_directory})
-      nested = nested
-               || (other != keep && *other != *keep && inside(*keep, *other)
-                   && !inside(*other, *keep) && inside(*other, *under));
-    if (nested)
-      continue;
-    l.keep_paths.push_back(*keep);
-    std::vector<std::string> dirs;
-    for (size_t at = under->size() + 1; at <= keep->size(); ++at)
-      if (at == keep->size() || (*keep)[at] == '/')
-        dirs.push_back(keep->substr(0, at));
-    l.keep_dirs.push_back(std::move(dirs));
-  }
-  for (auto& dirs : l.keep_dirs) {
-    std::vector<const char*> ptrs;
-    for (auto& d : dirs)
-      ptrs.push_back(d.c_str());
-    l.keep_dir_ptrs.push_back(std::move(ptrs));
-  }
-  for (size_t i = 0; i < l.keep_paths.size(); ++i)
-    l.keeps.push_back(init_keep{l.keep_paths[i].c_str(),
-                                l.keep_dir_ptrs[i].data(),
-                                l.keep_dir_ptrs[i].size(), -1});
-}
-
 } // namespace
 
 result<started_init> start_init(const containment_spec& spec) {
@@ -459,10 +416,10 @@ result<started_init> start_init(const containment_spec& spec) {
   auto& prog = the_init_program();
   if (prog.fd < 0)
     return error{errc::unsupported, prog.error};
-  init_layout layout;
-  layout.uid_map = fmt::format("{0} {0} 1\n", ::geteuid());
-  layout.gid_map = fmt::format("{0} {0} 1\n", ::getegid());
-  plan_mounts(spec, layout);
+  auto uid_map = fmt::format("{0} {0} 1\n", ::geteuid());
+  auto gid_map = fmt::format("{0} {0} 1\n", ::getegid());
+  view_plan view;
+  plan_view(spec, view);
   unique_fd devnull{::open("/dev/null", O_RDWR | O_CLOEXEC)};
   if (!devnull)
     return make_errno_error(errno, "/dev/null");
@@ -474,14 +431,12 @@ result<started_init> start_init(const containment_spec& spec) {
   char* argv[] = {name, nullptr};
   char* envp[] = {nullptr};
   init_plan plan;
-  plan.uid_map = layout.uid_map.c_str();
-  plan.uid_map_len = layout.uid_map.size();
-  plan.gid_map = layout.gid_map.c_str();
-  plan.gid_map_len = layout.gid_map.size();
-  plan.masks = layout.masks.data();
-  plan.nmasks = layout.masks.size();
-  plan.keeps = layout.keeps.data();
-  plan.nkeeps = layout.keeps.size();
+  plan.uid_map = uid_map.c_str();
+  plan.uid_map_len = uid_map.size();
+  plan.gid_map = gid_map.c_str();
+  plan.gid_map_len = gid_map.size();
+  plan.mounts = view.mounts.data();
+  plan.nmounts = view.mounts.size();
   plan.devnull = devnull.get();
   plan.program = prog.fd;
   plan.argv = argv;

@@ -100,13 +100,23 @@ struct session_config {
   /// (`runtime_config::allow_net`). A `none` session must leave it unset
   /// or empty.
   caf::optional<std::vector<std::string>> allow_net;
+  /// Existing host paths a contained session's commands may read, shown in
+  /// its view read-only at the same path (docs/security.md), beside the
+  /// node's `runtime_config::isolation_allow_read`. A `none` session must
+  /// leave it empty.
+  std::vector<std::string> allow_read;
+  /// Existing host paths a contained session's commands may write, like
+  /// the working directory, beside the node's
+  /// `runtime_config::isolation_allow_write`. A `none` session must leave it
+  /// empty.
+  std::vector<std::string> allow_write;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_config& x) {
   return f(caf::meta::type_name("sandbox::actors::session_config"),
            x.working_directory, x.home_directory, x.env, x.owner, x.detached,
-           x.isolation, x.limits, x.allow_net);
+           x.isolation, x.limits, x.allow_net, x.allow_read, x.allow_write);
 }
 
 /// What a session tells about itself.

@@ -85,6 +85,11 @@ struct runtime_config {
   /// empty), e.g. the node's TLS key; the node's base directory (other
   /// sessions' directories) is always added.
   std::vector<std::string> isolation_deny;
+  /// Existing host paths every contained session sees read-only, and
+  /// writable, beside its own (`session_config::allow_read`,
+  /// `allow_write`; docs/security.md).
+  std::vector<std::string> isolation_allow_read;
+  std::vector<std::string> isolation_allow_write;
   /// Outside destinations (`HOST:PORT`) that commands of contained sessions
   /// may connect to when their config names none (docs/security.md).
   std::vector<std::string> allow_net;

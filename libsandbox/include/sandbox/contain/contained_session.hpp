@@ -80,6 +80,12 @@ struct containment_spec {
   std::string working_directory;
   /// Absolute, existing; writable by commands.
   std::string home_directory;
+  /// Absolute, existing host paths the view shows read-only at the same
+  /// path (docs/security.md, "What a contained command sees").
+  std::vector<std::string> allow_read;
+  /// Absolute, existing host paths the view shows writable at the same
+  /// path; commands may write below them like in the working directory.
+  std::vector<std::string> allow_write;
   /// Absolute paths that commands must not read: a directory reads as an
   /// empty one, a file as an empty file (mounted over in the session's
   /// mount namespace; missing paths are skipped). The working directory

@@ -41,6 +41,10 @@ struct containment_settings {
   /// Absolute, existing when the namespaces are made; writable by commands.
   std::string working_directory;
   std::string home_directory;
+  /// More host paths in the view (`containment_spec::allow_read`,
+  /// `allow_write`).
+  std::vector<std::string> allow_read;
+  std::vector<std::string> allow_write;
   /// Paths commands must not read (`containment_spec::deny`).
   std::vector<std::string> deny;
   isolation_limits limits;
@@ -107,8 +111,12 @@ public:
   }
 
   /// Where commands and file operations may write: the working directory,
-  /// the home, `/tmp` and `/dev/shm`.
+  /// the home, the `allow_write` paths, `/tmp` and `/dev/shm`.
   std::vector<std::string> writable_directories() const;
+
+  /// The host directories the view brings back even inside a denied path:
+  /// the working directory, the home and the `allow_*` paths.
+  std::vector<std::string> kept_directories() const;
 
   /// A launch under way. Its child may cause violations before its group
   /// is registered: those wait until `attach` (or go to the session when

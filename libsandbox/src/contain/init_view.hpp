@@ -1,0 +1,72 @@
+#pragma once
+
+// The file system a contained session sees (docs/security.md, "What a
+// contained command sees"): a root of its own that starts empty and gets
+// the system's read-only directories, the session's own directories, a
+// private /tmp and /dev/shm, a minimal /dev and its own /proc. Planned here
+// by the node; built by the session's init (session_init.cpp) with system
+// calls only.
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "sandbox/contain/contained_session.hpp"
+
+namespace sandbox::detail {
+
+/// One step of building the root, in the order of the plan (parents
+/// first). Paths are relative to the new root ("usr", "dev/null").
+struct view_mount {
+  enum kind_t : int {
+    /// A clone of the host's mount tree at `source` (or the detached mount
+    /// `tree`), with the mount attributes `attr` set on it and below.
+    bind,
+    /// A tmpfs with the options `data`.
+    tmpfs,
+    /// The proc of the session's PID namespace.
+    proc,
+    /// A devpts instance of its own.
+    devpts,
+    /// A symbolic link to `data`.
+    symlink,
+  } kind;
+  const char* target = nullptr;
+  const char* source = nullptr;
+  const char* data = nullptr;
+  /// MOUNT_ATTR_* (linux/mount.h) set on a bind.
+  uint64_t attr = 0;
+  /// The host path is a directory: its submounts come too.
+  bool recursive = false;
+  /// The mount point is a file (made empty), not a directory.
+  bool file = false;
+  /// Directories to make before, parents first (`target` last unless
+  /// `file`).
+  const char* const* dirs = nullptr;
+  size_t ndirs = 0;
+  /// The cloned (or given) detached mount of a bind; the init writes it.
+  int tree = -1;
+};
+
+/// A plan and the strings it points to.
+struct view_plan {
+  std::deque<std::string> strings;
+  std::deque<std::vector<const char*>> dirs;
+  std::vector<view_mount> mounts;
+};
+
+/// The default size of the private /tmp and /dev/shm each
+/// (`isolation_limits::tmp_size` 0).
+constexpr uint64_t default_tmp_size = uint64_t{1} << 30;
+
+/// The host paths below /etc that the view hides: secrets a command has no
+/// business reading (`/etc/shadow`, `/etc/sudoers`, host SSH keys, ...).
+/// The SSH host keys are listed once per process.
+const std::vector<std::string>& etc_secrets();
+
+/// Plans the view of `spec` (docs/security.md lists what is in it).
+void plan_view(const containment_spec& spec, view_plan& out);
+
+} // namespace sandbox::detail
