@@ -66,6 +66,9 @@ struct fixture {
     session_config sc;
     sc.working_directory = work;
     sc.home_directory = dir.path + "/home";
+    // The host file and socket the attacks aim at are in the view
+    // (read-only): the refusal is the watch's, not their absence.
+    sc.allow_read = {outside};
     auto made = blocking_session::create(*node, sc);
     if (!made)
       throw std::runtime_error(made.error().message);

@@ -99,7 +99,7 @@ CAF_TEST(a command reaches an allowed host server and no other port) {
   }};
   auto child = sandbox::test::visible_program(SANDBOX_TEST_CHILD);
   // The helper program's directory is in the session's view.
-  auto see = " --allow-read " + child.substr(0, child.rfind('/'));
+  auto see = sandbox::test::allow_program(child);
   auto r = sandbox_cli("--isolation contained" + see + " --allow-net 127.0.0.1:"
                        + std::to_string(allowed.port) + " run -- " + child
                        + " fetch " + std::to_string(allowed.port));
@@ -153,10 +153,10 @@ CAF_TEST(the first connections of a loaded session are all answered) {
     busy.push_back(pid);
   }
   auto r = sandbox_cli(
-    "--isolation contained --allow-net 127.0.0.1:"
-    + std::to_string(allowed.port) + " run -- 'i=0; while [ $i -lt "
-    + std::to_string(connections) + " ]; do " + child + " fetch "
-    + std::to_string(allowed.port) + "; i=$((i+1)); done'");
+    "--isolation contained" + sandbox::test::allow_program(child)
+    + "--allow-net 127.0.0.1:" + std::to_string(allowed.port)
+    + " run -- 'i=0; while [ $i -lt " + std::to_string(connections) + " ]; do "
+    + child + " fetch " + std::to_string(allowed.port) + "; i=$((i+1)); done'");
   for (auto pid : busy) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);

@@ -157,8 +157,10 @@ CAF_TEST(a memory hog under memory 64M ends with memory_limit) {
   if (!can_run("memory"))
     return;
   auto child = sandbox::test::visible_program(SANDBOX_TEST_CHILD);
-  auto r = cli_in(*this, "--json --isolation contained --memory 64M run -- "
-                         "'ASAN_OPTIONS=detect_leaks=0 exec "
+  auto r = cli_in(*this, "--json --isolation contained --memory 64M"
+                           + sandbox::test::allow_program(child)
+                           + "run -- "
+                             "'ASAN_OPTIONS=detect_leaks=0 exec "
                            + child + " alloc 1024'");
   auto lines = json_lines(r.out);
   CAF_REQUIRE(!lines.empty());
@@ -168,8 +170,10 @@ CAF_TEST(a memory hog under memory 64M ends with memory_limit) {
   CAF_CHECK_EQUAL(last["ended_by"], "memory_limit");
   CAF_CHECK_EQUAL(r.status, 128 + 9);
   // Below the limit the same program is left alone.
-  auto small = cli_in(*this, "--isolation contained --memory 256M run -- "
-                             "'ASAN_OPTIONS=detect_leaks=0 exec "
+  auto small = cli_in(*this, "--isolation contained --memory 256M"
+                               + sandbox::test::allow_program(child)
+                               + "run -- "
+                                 "'ASAN_OPTIONS=detect_leaks=0 exec "
                                + child + " alloc 16'");
   CAF_CHECK_EQUAL(small.status, 0);
   CAF_CHECK_EQUAL(small.out, "allocated\n");
@@ -179,8 +183,9 @@ CAF_TEST(cpu 1 ends a spinning command with cpu_limit) {
   if (!can_run())
     return;
   auto child = sandbox::test::visible_program(SANDBOX_TEST_CHILD);
-  auto r = cli_in(*this, "--json --isolation contained --cpu 1 run -- 'exec "
-                           + child + " spin'");
+  auto r = cli_in(*this, "--json --isolation contained --cpu 1"
+                           + sandbox::test::allow_program(child)
+                           + "run -- 'exec " + child + " spin'");
   auto lines = json_lines(r.out);
   CAF_REQUIRE(!lines.empty());
   CAF_CHECK_EQUAL(lines.back()["ended_by"], "cpu_limit");

@@ -107,4 +107,12 @@ inline std::string visible_program(const std::string& built) {
   return copy;
 }
 
+/// CLI options that put the directory of `program` (a `visible_program`)
+/// into the view of the contained sessions a command creates: a view holds
+/// the system's parts and the session's directories only
+/// (docs/security.md).
+inline std::string allow_program(const std::string& program) {
+  return " --allow-read '" + program.substr(0, program.rfind('/')) + "' ";
+}
+
 } // namespace sandbox::test
