@@ -200,6 +200,25 @@ CAF_TEST(a terminal of the host is not in the session view) {
   (void) s.stop();
 }
 
+CAF_TEST(a mount flag change is refused and reported) {
+  if (!host_can_contain())
+    return;
+  auto s = make_session();
+  // mount_setattr(AT_FDCWD, "/usr", 0, {attr_clr = MOUNT_ATTR_RDONLY}):
+  // the read-only bind of the view made writable.
+  auto r = run(s,
+               python("import ctypes, errno\n"
+                      "libc = ctypes.CDLL(None, use_errno=True)\n"
+                      "attr = (ctypes.c_uint64 * 4)(0, 1, 0, 0)\n"
+                      "r = libc.syscall(442, -100, b'/usr', 0, attr, 32)\n"
+                      "print(r, errno.errorcode.get(ctypes.get_errno()))\n"));
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_EQUAL(r.stdout_data, "-1 EPERM\n");
+  CAF_CHECK_EQUAL(
+    count(r.violations, violation_kind::syscall_denied, "mount_setattr"), 1u);
+  (void) s.stop();
+}
+
 CAF_TEST(an io_uring is refused and reported) {
   if (!host_can_contain())
     return;

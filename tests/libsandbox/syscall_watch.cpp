@@ -127,7 +127,7 @@ const std::set<long> x86_64_watched = {
   SYS_setxattr, SYS_lsetxattr, SYS_fsetxattr, SYS_removexattr, SYS_lremovexattr,
   SYS_fremovexattr,
   // Refused by the node.
-  SYS_io_uring_setup,
+  SYS_io_uring_setup, SYS_mount_setattr,
   // They name a process by its pid (ptrace below: only to attach).
   SYS_kill, SYS_tkill, SYS_tgkill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo,
   SYS_pidfd_open, SYS_process_vm_readv, SYS_process_vm_writev};
@@ -178,6 +178,7 @@ const std::set<long> i386_watched = {362 /* connect */,
                                      236 /* lremovexattr */,
                                      237 /* fremovexattr */,
                                      425 /* io_uring_setup */,
+                                     442 /* mount_setattr */,
                                      37 /* kill */,
                                      238 /* tkill */,
                                      270 /* tgkill */,

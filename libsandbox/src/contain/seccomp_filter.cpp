@@ -107,9 +107,12 @@ constexpr std::array<named_call, 5> sometimes_watched = {{
 
 /// Calls the node refuses whatever their arguments (`refused_call_of`):
 /// the operations of an io_uring run in the kernel's workers, where no
-/// filter of the command sees them.
-constexpr std::array<named_call, 1> always_refused = {{
+/// filter of the command sees them; `mount_setattr` changes the flags of a
+/// mount of the session's view (read-only, nosuid, nodev), which Landlock
+/// does not cover.
+constexpr std::array<named_call, 2> always_refused = {{
   {"io_uring_setup", SYS_io_uring_setup},
+  {"mount_setattr", SYS_mount_setattr},
 }};
 
 /// An ioctl request the node refuses, and its name.
