@@ -433,14 +433,17 @@ CAF_TEST(nothing of the session survives its stop) {
   std::random_device rd;
   auto token = "300." + std::to_string(rd() % 900000 + 100000);
   auto s = make_session();
-  // The command ends once the escaper runs (its command line holds the
-  // token, which the command's own text does not spell out), so the scan
-  // below finds it.
+  // The command ends once the escaper runs `sleep` (its command line holds
+  // the token, which the command's own text does not spell out), so the
+  // scan below finds it. setsid and env hold the token too, and while one
+  // of them executes the next its command line reads empty: the wait is
+  // for the last program, with its arguments in place.
   auto dot = token.find('.');
   auto r = run(s, "t=" + token.substr(0, dot + 1) + "; t=${t}"
                     + token.substr(dot + 1)
                     + "; setsid env -i sleep $t > /dev/null 2>&1 & p=$!; "
-                      "until grep -q $t /proc/$p/cmdline 2>/dev/null; "
+                      "until [ \"$(cat /proc/$p/comm 2>/dev/null)\" = sleep ]"
+                      " && grep -q $t /proc/$p/cmdline 2>/dev/null; "
                       "do :; done");
   CAF_CHECK_EQUAL(r.exit_code, 0);
   // The escaper, as the host sees it.
