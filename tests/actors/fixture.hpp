@@ -128,6 +128,8 @@ inline actors::runtime_config suite_runtime_config() {
   // in every session's view (read-only).
   auto child = visible_program(SANDBOX_TEST_CHILD);
   cfg.isolation_allow_read.push_back(child.substr(0, child.rfind('/')));
+  for (auto& dir : sanitizer_directories())
+    cfg.isolation_allow_read.push_back(dir);
   return cfg;
 }
 

@@ -7,9 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace sandbox::test {
 
@@ -107,12 +109,42 @@ inline std::string visible_program(const std::string& built) {
   return copy;
 }
 
+/// The directories of the suppression files the sanitizer options of this
+/// process name (`suppressions=` in ASAN_OPTIONS, LSAN_OPTIONS,
+/// UBSAN_OPTIONS, TSAN_OPTIONS): a sanitized program that runs in a
+/// contained session is passed these options and dies when it cannot read
+/// the files, so they must be in its view. Empty in a plain build.
+inline std::vector<std::string> sanitizer_directories() {
+  std::vector<std::string> out;
+  for (auto* var :
+       {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
+    auto* value = std::getenv(var);
+    if (value == nullptr)
+      continue;
+    std::string opts = value;
+    for (size_t at = opts.find("suppressions="); at != std::string::npos;
+         at = opts.find("suppressions=", at + 1)) {
+      auto begin = at + 13;
+      auto path = opts.substr(begin, opts.find(':', begin) - begin);
+      auto dir = path.substr(0, path.rfind('/'));
+      if (!dir.empty() && dir[0] == '/'
+          && std::find(out.begin(), out.end(), dir) == out.end())
+        out.push_back(dir);
+    }
+  }
+  return out;
+}
+
 /// CLI options that put the directory of `program` (a `visible_program`)
-/// into the view of the contained sessions a command creates: a view holds
+/// into the view of the contained sessions a command creates (and the
+/// sanitizers' suppression files, `sanitizer_directories`): a view holds
 /// the system's parts and the session's directories only
 /// (docs/security.md).
 inline std::string allow_program(const std::string& program) {
-  return " --allow-read '" + program.substr(0, program.rfind('/')) + "' ";
+  auto out = " --allow-read '" + program.substr(0, program.rfind('/')) + "' ";
+  for (auto& dir : sanitizer_directories())
+    out += "--allow-read '" + dir + "' ";
+  return out;
 }
 
 } // namespace sandbox::test
