@@ -229,6 +229,7 @@ result<void> containment::start() {
 void containment::prepare(launch_spec& spec) const {
   auto& c = spec.contain;
   c.ns_pidfd = session_->init_pidfd();
+  c.own_ids = session_->own_ids();
   c.landlock_ruleset = session_->ruleset_fd();
   c.cpu_seconds = settings_.limits.cpu_seconds;
   c.file_size = settings_.limits.file_size;

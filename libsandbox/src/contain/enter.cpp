@@ -31,7 +31,12 @@ namespace sandbox {
 namespace detail {
 
 /// Joins the session's cgroup v1 limits (the command and all it starts
-/// inherit them), then the namespaces `ns_flags` of its init at once.
+/// inherit them), then the namespaces `ns_flags` of its init at once. With
+/// ids of its own (`own_ids`) the child is the session's root afterwards:
+/// without the node's supplementary groups (dropped while the node's
+/// privilege still counts: `setns` keeps them and the session may not
+/// change them), then uid and gid 0 of the session, i.e. its own host ids
+/// (`setns` keeps the node's uid, which the session does not map).
 SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage) {
   long r = 0;
   for (int fd : p->join_cgroups)
@@ -40,8 +45,18 @@ SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage) {
       stage = stage_cgroup;
       return r;
     }
+  if (p->own_ids && (r = child_sys(SYS_setgroups, 0, 0)) < 0) {
+    stage = stage_identity;
+    return r;
+  }
   if ((r = child_sys(SYS_setns, p->ns_pidfd, ns_flags)) < 0) {
     stage = stage_setns;
+    return r;
+  }
+  if (p->own_ids
+      && ((r = child_sys(SYS_setresgid, 0, 0, 0)) < 0
+          || (r = child_sys(SYS_setresuid, 0, 0, 0)) < 0)) {
+    stage = stage_identity;
     return r;
   }
   return 0;
@@ -221,6 +236,8 @@ const char* contained_stage_name(int stage) {
       return "setrlimit";
     case stage_seccomp:
       return "seccomp listener";
+    case stage_identity:
+      return "becoming the session's own uid";
     default:
       return "landlock_restrict_self";
   }
@@ -232,6 +249,7 @@ result<launched_child> launch_contained(const launch_spec& spec,
                                         const exec_arrays& arrays) {
   auto& c = spec.contain;
   plan.ns_pidfd = c.ns_pidfd;
+  plan.own_ids = c.own_ids;
   plan.ruleset = c.landlock_ruleset;
   plan.join_cgroups[0] = c.join_cgroups[0];
   plan.join_cgroups[1] = c.join_cgroups[1];

@@ -42,6 +42,7 @@ struct entry {
   uint64_t attr = 0;
   bool recursive = false;
   bool file = false;
+  bool idmap = false;
   int tree = -1;
 };
 
@@ -170,6 +171,7 @@ void plan_view(const containment_spec& spec, view_plan& out) {
     e.rank = 2;
     e.attr = attr;
     e.recursive = true;
+    e.idmap = (attr & MOUNT_ATTR_RDONLY) == 0;
     es.push_back(std::move(e));
     shown.push_back(p);
   };
@@ -238,6 +240,7 @@ void plan_view(const containment_spec& spec, view_plan& out) {
     m.attr = e.attr;
     m.recursive = e.recursive;
     m.file = e.file;
+    m.idmap = e.idmap;
     m.tree = e.tree;
     std::vector<const char*> dirs;
     bool own_dir = !e.file && e.kind != view_mount::symlink;

@@ -46,7 +46,11 @@ struct view_mount {
   /// `file`).
   const char* const* dirs = nullptr;
   size_t ndirs = 0;
-  /// The cloned (or given) detached mount of a bind; the init writes it.
+  /// A writable directory of the session: with ids of its own, an
+  /// id-mapped mount the node makes once the init's user namespace exists.
+  bool idmap = false;
+  /// The cloned (or given) detached mount of a bind: the node's (inherited
+  /// by the init, or sent to it for `idmap`), or else the init's.
   int tree = -1;
 };
 
