@@ -2,6 +2,7 @@
 // joins its session's namespaces and cgroups, then restricts itself
 // (rlimits, no new privileges, Landlock, the seccomp watch) before its exec.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "contain/privilege_filter.hpp"
 #include "io/fd_message.hpp"
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
@@ -112,6 +114,14 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
     stage = stage_no_new_privs;
     return r;
   }
+  // Neither file capabilities nor set-uid bits a create gave survive what
+  // the command writes: both would be privileges of the node's uid on the
+  // host (privilege_filter.hpp).
+  for (long cap : {CAP_SETFCAP, CAP_FSETID})
+    if ((r = child_sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0)) < 0) {
+      stage = stage_identity;
+      return r;
+    }
   for (auto& lim : p->rlimits) {
     if (lim[0] < 0)
       continue;
@@ -137,6 +147,12 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
   // not fatal (a child's SIGCHLD to a shell) no longer ends the wait with
   // EINTR, which calls such as `kill` never return otherwise. Older
   // kernels refuse the flag; they get the filter without it.
+  if ((r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+                     reinterpret_cast<long>(p->privilege_filter)))
+      < 0) {
+    stage = stage_seccomp;
+    return r;
+  }
   if (p->filter != nullptr) {
     r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                   SECCOMP_FILTER_FLAG_NEW_LISTENER
@@ -250,6 +266,13 @@ result<launched_child> launch_contained(const launch_spec& spec,
   auto& c = spec.contain;
   plan.ns_pidfd = c.ns_pidfd;
   plan.own_ids = c.own_ids;
+  plan.privilege_filter = privilege_filter();
+  if (plan.privilege_filter == nullptr)
+    return error{errc::unsupported,
+                 fmt::format("cannot start {} in its contained session: the "
+                             "seccomp program against set-uid bits cannot be "
+                             "built (see the log)",
+                             spec.executable)};
   plan.ruleset = c.landlock_ruleset;
   plan.join_cgroups[0] = c.join_cgroups[0];
   plan.join_cgroups[1] = c.join_cgroups[1];

@@ -70,6 +70,8 @@ struct child_plan {
   int ns_pidfd = -1;
   /// See `launch_containment::own_ids`.
   bool own_ids = false;
+  /// contain/privilege_filter.hpp: installed before `filter`.
+  const sock_fprog* privilege_filter = nullptr;
   int ruleset = -1;
   /// The command installs `filter` with a new listener and sends the
   /// listener over `report_socket` (`report_msg`, whose one descriptor
