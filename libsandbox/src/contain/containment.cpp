@@ -188,6 +188,8 @@ result<void> containment::start() {
   spec.allow_write = settings_.allow_write;
   spec.deny = settings_.deny;
   spec.limits = settings_.limits;
+  spec.id_base = settings_.id_base;
+  spec.id_count = settings_.id_count;
   if (!settings_.session_cgroup.empty()) {
     spec.cgroup = settings_.session_cgroup + "/init";
     // With its parents: a file operation may come before any execution.
