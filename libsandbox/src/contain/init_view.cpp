@@ -92,7 +92,7 @@ const std::vector<std::string>& etc_secrets() {
   return list;
 }
 
-void plan_view(const containment_spec& spec, view_plan& out) {
+void plan_view(const containment_spec& spec, view_plan& out, bool own_ids) {
   std::vector<entry> es;
   // Host directories the view shows as they are (a denied path below one
   // is covered).
@@ -198,6 +198,15 @@ void plan_view(const containment_spec& spec, view_plan& out) {
     for (auto& s : shown)
       visible = visible || inside(d, s);
     if (covered)
+      continue;
+    // With ids of its own the init cannot make mount points in the node's
+    // placeholder or FUSE cover of a directory outside the view: one that
+    // holds a directory of the session is left out (its other names are
+    // not in the view either).
+    bool holds_own = false;
+    for (auto& e : es)
+      holds_own = holds_own || (e.rank == 2 && inside(e.path, d));
+    if (own_ids && !visible && holds_own)
       continue;
     bool dir = S_ISDIR(st.st_mode);
     auto ph = spec.placeholders.find(d);

@@ -71,6 +71,9 @@ constexpr uint64_t default_tmp_size = uint64_t{1} << 30;
 const std::vector<std::string>& etc_secrets();
 
 /// Plans the view of `spec` (docs/security.md lists what is in it).
-void plan_view(const containment_spec& spec, view_plan& out);
+/// With `own_ids` (the init is not the node's uid), a denied directory
+/// outside the view that holds one of the session's is not covered.
+void plan_view(const containment_spec& spec, view_plan& out,
+               bool own_ids = false);
 
 } // namespace sandbox::detail

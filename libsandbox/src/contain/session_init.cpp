@@ -555,7 +555,7 @@ result<started_init> start_init(const containment_spec& spec,
   auto uid_map = fmt::format("{0} {0} 1\n", ::geteuid());
   auto gid_map = fmt::format("{0} {0} 1\n", ::getegid());
   view_plan view;
-  plan_view(spec, view);
+  plan_view(spec, view, ids != nullptr);
   // With ids of its own the init reaches nothing the session's uid may not
   // (it owns no host file): the node clones what the view takes from the
   // host before the clone, and the init inherits the descriptors. The
