@@ -80,6 +80,7 @@ struct fixture {
   fixture() {
     auto cfg = sandbox::test::node_fixture::config();
     cfg.isolation = isolation_mode::contained;
+    cfg.isolation_uid_count = sandbox::default_session_id_count;
     base = cfg.isolation_uid_base;
     count = cfg.isolation_uid_count;
     if (sandbox::host_isolation().missing().empty())

@@ -204,6 +204,7 @@ const isolation_support& host_isolation() {
     containment_spec spec;
     spec.working_directory = buf.data();
     spec.home_directory = buf.data();
+    spec.id_count = default_session_id_count;
     // With ids of its own where the node may map them (an id-mapped
     // working directory in the temporary directory), else with its own.
     s.own_ids_detail = detail::why_no_own_ids();

@@ -107,10 +107,10 @@ struct containment_spec {
   isolation_limits limits;
   /// The host ids whose one is the session's own uid and gid where the node
   /// may map them (`host_isolation().own_ids`; docs/security.md,
-  /// "Identity"). Count 0: the session's root is the node's uid, as on a
-  /// node that may not.
+  /// "Identity"). Count 0 (the default): the session's root is the node's
+  /// uid, as on a node that may not.
   uint32_t id_base = default_session_id_base;
-  uint32_t id_count = default_session_id_count;
+  uint32_t id_count = 0;
   /// Kept until the init is reaped (then nothing of the session runs, and
   /// its v1 directories can go).
   std::shared_ptr<session_limits> cgroup_limits;

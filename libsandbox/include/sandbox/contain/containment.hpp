@@ -50,7 +50,7 @@ struct containment_settings {
   isolation_limits limits;
   /// `containment_spec::id_base`, `id_count`.
   uint32_t id_base = default_session_id_base;
-  uint32_t id_count = default_session_id_count;
+  uint32_t id_count = 0;
   /// Destinations outside that commands may connect to.
   std::vector<net_destination> allow_net;
   /// The session's cgroup (v2; empty: no cgroup mode) and the node's
