@@ -93,6 +93,13 @@ result<void> validate(const runtime_config& cfg) {
       return invalid("isolation_deny", quote_for_message(entry),
                      "not an absolute path");
   }
+  if (uint64_t{cfg.isolation_uid_base} + cfg.isolation_uid_count
+      > uint64_t{0xfffffffe})
+    return invalid("isolation_uid_count",
+                   std::to_string(cfg.isolation_uid_count),
+                   fmt::format("the range from isolation_uid_base {} must "
+                               "end below 4294967294",
+                               cfg.isolation_uid_base));
   for (auto& entry : cfg.allow_net)
     if (auto ok = validate_allow_entry(entry); !ok)
       return error{errc::invalid_argument,

@@ -53,6 +53,11 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
   j["syscall_watch"] = s.syscall_watch;
   j["read_watch"] = s.read_watch;
   j["lookup_watch"] = s.lookup_watch;
+  // Whether a session's root is a host uid of its own or the node's
+  // (docs/security.md, "Identity").
+  j["own_ids"] = s.own_ids;
+  if (!s.own_ids)
+    j["own_ids_detail"] = s.own_ids_detail;
   // Its /tmp and /dev/shm are its own: what it writes there is not on the
   // host (docs/security.md).
   j["private_tmp"] = missing.empty();
@@ -71,9 +76,11 @@ std::string isolation_line(const isolation_support& s) {
   if (!missing.empty())
     return fmt::format("none only (contained needs: {})", missing);
   return fmt::format("none, contained (Landlock ABI {}; cgroup controllers: "
-                     "{}; a private /tmp each)",
-                     s.landlock_abi,
-                     controllers.empty() ? "none" : controllers);
+                     "{}; a private /tmp each; {})",
+                     s.landlock_abi, controllers.empty() ? "none" : controllers,
+                     s.own_ids
+                       ? "a host uid of its own each"
+                       : fmt::format("the node's uid: {}", s.own_ids_detail));
 }
 
 std::string kernel_release() {

@@ -42,6 +42,7 @@ struct serve_flags {
   std::string handshake_timeout = "10";
   std::vector<std::string> allow_uids;
   std::vector<std::string> admins;
+  std::string session_ids;
 };
 
 /// Waits until SIGTERM, SIGINT or SIGHUP arrives.
@@ -102,6 +103,26 @@ int serve(const global_options& g, const serve_flags& f) {
   rcfg.allow_net = g.allow_net;
   if (g.limits)
     rcfg.limits = *g.limits;
+  if (!f.session_ids.empty()) {
+    auto colon = f.session_ids.find(':');
+    auto base = parse_integer("--session-ids", f.session_ids.substr(0, colon),
+                              1, UINT32_MAX - 2);
+    if (!base)
+      return usage_error(g, base.error().message);
+    auto count = colon == std::string::npos
+                   ? result<uint64_t>{error{errc::invalid_argument,
+                                            fmt::format(
+                                              "--session-ids expects "
+                                              "BASE:COUNT, got \"{}\"",
+                                              f.session_ids)}}
+                   : parse_integer("--session-ids",
+                                   f.session_ids.substr(colon + 1), 0,
+                                   UINT32_MAX - 1 - *base);
+    if (!count)
+      return usage_error(g, count.error().message);
+    rcfg.isolation_uid_base = static_cast<uint32_t>(*base);
+    rcfg.isolation_uid_count = static_cast<uint32_t>(*count);
+  }
   for (auto [from, to] :
        {std::pair{&g.allow_read, &rcfg.isolation_allow_read},
         std::pair{&g.allow_write, &rcfg.isolation_allow_write}})
@@ -221,6 +242,15 @@ command add_serve(CLI::App& app, global_options& g) {
                       "a client identity that sees, uses and stops every "
                       "session (repeatable): a certificate subject such as "
                       "CN=operator, or uid:N; others see only their own");
+  cmd.sub->add_option("--session-ids", flags->session_ids,
+                      fmt::format("BASE:COUNT: the host uids (and gids) "
+                                  "contained sessions take one of their own "
+                                  "from, where the node is root (default "
+                                  "{}:{}; COUNT 0: sessions keep the node's "
+                                  "uid); give each node of a machine its own "
+                                  "range",
+                                  default_session_id_base,
+                                  default_session_id_count));
   cmd.sub->footer(global_options_footer);
   cmd.run = [&g, flags] { return serve(g, *flags); };
   return cmd;

@@ -68,6 +68,9 @@ struct fixture {
   int homes = 0;
 
   fixture() {
+    // Listed by the session (which, with ids of its own, is not the
+    // directory's owner).
+    ::chmod(out.path.c_str(), 0755);
     key = dir.path + "/node-key.pem";
     std::ofstream{key} << "SECRET-KEY";
     visible_key = out.path + "/node-key.pem";

@@ -183,6 +183,8 @@ filesystem_behavior(self_ptr self, runtime_ptr rt,
   st.session = std::move(session);
   st.working_directory = std::move(working_directory);
   st.view = std::move(view);
+  if (st.view)
+    st.ids = st.view->ids();
   self->set_down_handler(
     [self](caf::down_msg& msg) { on_owner_down(self, msg); });
   return {

@@ -4,6 +4,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "sandbox/detail/tsan.hpp"
+#include "sandbox/fs/acting_as.hpp"
 #include "weak_send.hpp"
 
 namespace sandbox::actors::filesystem {
@@ -14,10 +15,14 @@ namespace {
 /// which removes its temporary file (blocking I/O, never in an actor).
 template <class T>
 void drop_on_pool(self_ptr self, T x) {
-  boost::asio::post(self->state.rt->file_pool(), [x = std::move(x)] {
-    // `x` was filled by threads that sent it here through CAF.
-    sandbox::detail::tsan_acquire_handover();
-  });
+  boost::asio::post(self->state.rt->file_pool(),
+                    [x = std::move(x), ids = self->state.ids]() mutable {
+                      // `x` was filled by threads that sent it here
+                      // through CAF.
+                      sandbox::detail::tsan_acquire_handover();
+                      fs::acting_as as{ids};
+                      x = T{};
+                    });
 }
 
 } // namespace
@@ -37,15 +42,18 @@ void pump(self_ptr self) {
     boost::asio::post(
       st.rt->file_pool(),
       [work = std::move(job.work), id = job.id, refused = std::move(st.refused),
-       target = weak_self(self, *st.rt)]() mutable {
+       target = weak_self(self, *st.rt), ids = st.ids]() mutable {
         // The job's inputs came from a caller through CAF; its outputs go
         // back the same way (see sandbox/detail/tsan.hpp).
         sandbox::detail::tsan_acquire_handover();
-        work();
-        // What the job held (an open file, a reader) is released before
-        // its caller can see the result, not after.
-        work = nullptr;
-        refused.clear();
+        {
+          fs::acting_as as{ids};
+          work();
+          // What the job held (an open file, a reader) is released before
+          // its caller can see the result, not after.
+          work = nullptr;
+          refused.clear();
+        }
         sandbox::detail::tsan_release_handover();
         send_if_alive<filesystem_actor_impl>(target, ended_atom_v, id);
       });

@@ -64,6 +64,9 @@ struct filesystem_state {
   /// A contained session's view (none otherwise): every path is resolved
   /// and checked in the session's mount namespace. Dropped at the stop.
   std::shared_ptr<const fs::session_view> view;
+  /// The ids every job runs as (the view's; kept after the stop for the
+  /// jobs that release writes).
+  fs::file_ids ids;
   /// The session, told the violations (weak: it holds the worker).
   caf::actor_addr session;
   /// Set by `stop`; every later request fails with `session_stopped`.

@@ -18,6 +18,8 @@ result<void> make_containment(session_state& st) {
   cs.allow_read = st.p.allow_read;
   cs.allow_write = st.p.allow_write;
   cs.limits = st.p.limits;
+  cs.id_base = st.p.rt->config().isolation_uid_base;
+  cs.id_count = st.p.rt->config().isolation_uid_count;
   cs.allow_net = st.p.allow_net;
   cs.session_cgroup = st.p.rt->session_cgroup(st.p.id);
   if (!cs.session_cgroup.empty())

@@ -188,6 +188,8 @@ result<void> containment::start() {
   spec.allow_write = settings_.allow_write;
   spec.deny = settings_.deny;
   spec.limits = settings_.limits;
+  spec.id_base = settings_.id_base;
+  spec.id_count = settings_.id_count;
   if (!settings_.session_cgroup.empty()) {
     spec.cgroup = settings_.session_cgroup + "/init";
     // With its parents: a file operation may come before any execution.
@@ -229,6 +231,7 @@ result<void> containment::start() {
 void containment::prepare(launch_spec& spec) const {
   auto& c = spec.contain;
   c.ns_pidfd = session_->init_pidfd();
+  c.own_ids = session_->own_ids();
   c.landlock_ruleset = session_->ruleset_fd();
   c.cpu_seconds = settings_.limits.cpu_seconds;
   c.file_size = settings_.limits.file_size;
@@ -337,6 +340,7 @@ result<std::shared_ptr<const fs::session_view>> containment::view() {
   policy.deny = settings_.deny;
   policy.kept = kept_directories();
   policy.writable = writable_directories();
+  policy.ids.uid = policy.ids.gid = session_->session_uid();
   return fs::session_view::open(
     fmt::format("/proc/{}/root", session_->init_pid()), std::move(policy));
 }

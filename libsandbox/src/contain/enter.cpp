@@ -2,6 +2,7 @@
 // joins its session's namespaces and cgroups, then restricts itself
 // (rlimits, no new privileges, Landlock, the seccomp watch) before its exec.
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -20,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "contain/privilege_filter.hpp"
 #include "io/fd_message.hpp"
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
@@ -31,7 +33,12 @@ namespace sandbox {
 namespace detail {
 
 /// Joins the session's cgroup v1 limits (the command and all it starts
-/// inherit them), then the namespaces `ns_flags` of its init at once.
+/// inherit them), then the namespaces `ns_flags` of its init at once. With
+/// ids of its own (`own_ids`) the child is the session's root afterwards:
+/// without the node's supplementary groups (dropped while the node's
+/// privilege still counts: `setns` keeps them and the session may not
+/// change them), then uid and gid 0 of the session, i.e. its own host ids
+/// (`setns` keeps the node's uid, which the session does not map).
 SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage) {
   long r = 0;
   for (int fd : p->join_cgroups)
@@ -40,8 +47,18 @@ SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage) {
       stage = stage_cgroup;
       return r;
     }
+  if (p->own_ids && (r = child_sys(SYS_setgroups, 0, 0)) < 0) {
+    stage = stage_identity;
+    return r;
+  }
   if ((r = child_sys(SYS_setns, p->ns_pidfd, ns_flags)) < 0) {
     stage = stage_setns;
+    return r;
+  }
+  if (p->own_ids
+      && ((r = child_sys(SYS_setresgid, 0, 0, 0)) < 0
+          || (r = child_sys(SYS_setresuid, 0, 0, 0)) < 0)) {
+    stage = stage_identity;
     return r;
   }
   return 0;
@@ -97,6 +114,14 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
     stage = stage_no_new_privs;
     return r;
   }
+  // Neither file capabilities nor set-uid bits a create gave survive what
+  // the command writes: both would be privileges of the node's uid on the
+  // host (privilege_filter.hpp).
+  for (long cap : {CAP_SETFCAP, CAP_FSETID})
+    if ((r = child_sys(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0)) < 0) {
+      stage = stage_identity;
+      return r;
+    }
   for (auto& lim : p->rlimits) {
     if (lim[0] < 0)
       continue;
@@ -122,6 +147,13 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
   // not fatal (a child's SIGCHLD to a shell) no longer ends the wait with
   // EINTR, which calls such as `kill` never return otherwise. Older
   // kernels refuse the flag; they get the filter without it.
+  if (p->privilege_filter != nullptr
+      && (r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+                        reinterpret_cast<long>(p->privilege_filter)))
+           < 0) {
+    stage = stage_seccomp;
+    return r;
+  }
   if (p->filter != nullptr) {
     r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                   SECCOMP_FILTER_FLAG_NEW_LISTENER
@@ -221,6 +253,8 @@ const char* contained_stage_name(int stage) {
       return "setrlimit";
     case stage_seccomp:
       return "seccomp listener";
+    case stage_identity:
+      return "becoming the session's own uid";
     default:
       return "landlock_restrict_self";
   }
@@ -232,6 +266,18 @@ result<launched_child> launch_contained(const launch_spec& spec,
                                         const exec_arrays& arrays) {
   auto& c = spec.contain;
   plan.ns_pidfd = c.ns_pidfd;
+  plan.own_ids = c.own_ids;
+  // The watch refuses set-id modes and mount_setattr itself, and reports
+  // them (an ERRNO program would win over its notifications and hide
+  // them): the privilege program stands in only where there is no watch.
+  if (c.watch_filter == nullptr)
+    plan.privilege_filter = privilege_filter();
+  if (c.watch_filter == nullptr && plan.privilege_filter == nullptr)
+    return error{errc::unsupported,
+                 fmt::format("cannot start {} in its contained session: the "
+                             "seccomp program against set-uid bits cannot be "
+                             "built (see the log)",
+                             spec.executable)};
   plan.ruleset = c.landlock_ruleset;
   plan.join_cgroups[0] = c.join_cgroups[0];
   plan.join_cgroups[1] = c.join_cgroups[1];

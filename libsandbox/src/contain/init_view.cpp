@@ -42,6 +42,7 @@ struct entry {
   uint64_t attr = 0;
   bool recursive = false;
   bool file = false;
+  bool idmap = false;
   int tree = -1;
 };
 
@@ -91,7 +92,7 @@ const std::vector<std::string>& etc_secrets() {
   return list;
 }
 
-void plan_view(const containment_spec& spec, view_plan& out) {
+void plan_view(const containment_spec& spec, view_plan& out, bool own_ids) {
   std::vector<entry> es;
   // Host directories the view shows as they are (a denied path below one
   // is covered).
@@ -170,6 +171,7 @@ void plan_view(const containment_spec& spec, view_plan& out) {
     e.rank = 2;
     e.attr = attr;
     e.recursive = true;
+    e.idmap = (attr & MOUNT_ATTR_RDONLY) == 0;
     es.push_back(std::move(e));
     shown.push_back(p);
   };
@@ -196,6 +198,15 @@ void plan_view(const containment_spec& spec, view_plan& out) {
     for (auto& s : shown)
       visible = visible || inside(d, s);
     if (covered)
+      continue;
+    // With ids of its own the init cannot make mount points in the node's
+    // placeholder or FUSE cover of a directory outside the view: one that
+    // holds a directory of the session is left out (its other names are
+    // not in the view either).
+    bool holds_own = false;
+    for (auto& e : es)
+      holds_own = holds_own || (e.rank == 2 && inside(e.path, d));
+    if (own_ids && !visible && holds_own)
       continue;
     bool dir = S_ISDIR(st.st_mode);
     auto ph = spec.placeholders.find(d);
@@ -238,6 +249,7 @@ void plan_view(const containment_spec& spec, view_plan& out) {
     m.attr = e.attr;
     m.recursive = e.recursive;
     m.file = e.file;
+    m.idmap = e.idmap;
     m.tree = e.tree;
     std::vector<const char*> dirs;
     bool own_dir = !e.file && e.kind != view_mount::symlink;

@@ -46,7 +46,11 @@ struct view_mount {
   /// `file`).
   const char* const* dirs = nullptr;
   size_t ndirs = 0;
-  /// The cloned (or given) detached mount of a bind; the init writes it.
+  /// A writable directory of the session: with ids of its own, an
+  /// id-mapped mount the node makes once the init's user namespace exists.
+  bool idmap = false;
+  /// The cloned (or given) detached mount of a bind: the node's (inherited
+  /// by the init, or sent to it for `idmap`), or else the init's.
   int tree = -1;
 };
 
@@ -67,6 +71,9 @@ constexpr uint64_t default_tmp_size = uint64_t{1} << 30;
 const std::vector<std::string>& etc_secrets();
 
 /// Plans the view of `spec` (docs/security.md lists what is in it).
-void plan_view(const containment_spec& spec, view_plan& out);
+/// With `own_ids` (the init is not the node's uid), a denied directory
+/// outside the view that holds one of the session's is not covered.
+void plan_view(const containment_spec& spec, view_plan& out,
+               bool own_ids = false);
 
 } // namespace sandbox::detail

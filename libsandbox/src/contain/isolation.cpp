@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "contain/landlock.hpp"
+#include "contain/session_identity.hpp"
 #include "contain/session_init.hpp"
 #include "process/vm_child.hpp"
 #include "sandbox/cgroup/cgroup.hpp"
@@ -97,8 +98,12 @@ void kill_and_reap(pid_t pid, int pidfd) {
 /// so that no zombie is left to the host either way.
 struct pending_init_reap {
   pending_init_reap(boost::asio::io_context& io, pid_t pid, unique_fd pidfd,
-                    std::shared_ptr<session_limits> held)
-    : desc(io, pidfd.release()), pid(pid), held(std::move(held)) {
+                    std::shared_ptr<session_limits> held,
+                    std::shared_ptr<detail::id_lease> ids)
+    : desc(io, pidfd.release()),
+      pid(pid),
+      held(std::move(held)),
+      ids(std::move(ids)) {
   }
   ~pending_init_reap() {
     if (reaped)
@@ -123,10 +128,13 @@ struct pending_init_reap {
     reaped = true;
     kill_and_reap(pid, desc.native_handle());
     held.reset();
+    ids.reset();
   }
   boost::asio::posix::stream_descriptor desc;
   pid_t pid;
   std::shared_ptr<session_limits> held;
+  /// Free for another session once nothing of this one runs.
+  std::shared_ptr<detail::id_lease> ids;
   bool reaped = false;
 };
 
@@ -196,12 +204,22 @@ const isolation_support& host_isolation() {
     containment_spec spec;
     spec.working_directory = buf.data();
     spec.home_directory = buf.data();
-    auto sess = contained_session::start(spec, /* ruleset */ false);
-    if (sess)
-      s.namespaces = true;
-    else
-      s.namespaces_detail = sess.error().message;
-    sess = result<std::unique_ptr<contained_session>>{nullptr};
+    spec.id_count = default_session_id_count;
+    // With ids of its own where the node may map them (an id-mapped
+    // working directory in the temporary directory), else with its own.
+    s.own_ids_detail = detail::why_no_own_ids();
+    if (s.own_ids_detail.empty()) {
+      auto sess = contained_session::start(spec, /* ruleset */ false, true);
+      s.own_ids = s.namespaces = static_cast<bool>(sess);
+      if (!sess)
+        s.own_ids_detail = sess.error().message;
+    }
+    if (!s.own_ids) {
+      auto sess = contained_session::start(spec, /* ruleset */ false, false);
+      s.namespaces = static_cast<bool>(sess);
+      if (!sess)
+        s.namespaces_detail = sess.error().message;
+    }
     ::rmdir(buf.data());
     return s;
   }();
@@ -210,19 +228,28 @@ const isolation_support& host_isolation() {
 
 result<std::unique_ptr<contained_session>>
 contained_session::start(const containment_spec& spec) {
-  return start(spec, true);
+  return start(spec, true, host_isolation().own_ids && spec.id_count > 0);
 }
 
 result<std::unique_ptr<contained_session>>
-contained_session::start(const containment_spec& spec, bool with_ruleset) {
+contained_session::start(const containment_spec& spec, bool with_ruleset,
+                         bool own_ids) {
 #if !defined(__x86_64__)
-  (void) spec, (void) with_ruleset;
+  (void) spec, (void) with_ruleset, (void) own_ids;
   return error{errc::unsupported, "contained sessions exist for x86_64 only"};
 #else
-  auto init = detail::start_init(spec);
+  std::shared_ptr<detail::id_lease> ids;
+  if (own_ids) {
+    auto taken = detail::id_lease::take(spec.id_base, spec.id_count);
+    if (!taken)
+      return taken.error();
+    ids = std::move(*taken);
+  }
+  auto init = detail::start_init(spec, ids.get());
   if (!init)
     return init.error();
   std::unique_ptr<contained_session> s{new contained_session};
+  s->ids_ = std::move(ids);
   s->pid_ = init->pid;
   s->pidfd_ = std::move(init->pidfd);
   s->limits_ = spec.limits;
@@ -238,6 +265,10 @@ contained_session::start(const containment_spec& spec, bool with_ruleset) {
   }
   return s;
 #endif
+}
+
+int64_t contained_session::session_uid() const noexcept {
+  return ids_ ? static_cast<int64_t>(ids_->id()) : -1;
 }
 
 void contained_session::kill() noexcept {
@@ -260,8 +291,10 @@ contained_session::~contained_session() {
   }
   // The init ends once the node has reaped every command of the session:
   // wait for that on the reactor, not here.
-  auto pending = std::make_shared<pending_init_reap>(
-    reactor_->context(), pid_, std::move(pidfd_), std::move(cgroup_limits_));
+  auto pending = std::make_shared<pending_init_reap>(reactor_->context(), pid_,
+                                                     std::move(pidfd_),
+                                                     std::move(cgroup_limits_),
+                                                     std::move(ids_));
   pending->desc.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                            [pending](const boost::system::error_code&) {
                              pending->reap();

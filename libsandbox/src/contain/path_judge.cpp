@@ -335,9 +335,12 @@ verdict judge_write(const seccomp_notif& n, const watch_policy& policy) {
   } else if (nr == SYS_openat) {
     flags = n.data.args[2];
     mode = n.data.args[3];
-  } else if (nr == SYS_creat) {
+  } else if (nr == SYS_creat || nr == SYS_mknod) {
     flags = O_CREAT;
     mode = n.data.args[1];
+  } else if (nr == SYS_mknodat) {
+    flags = O_CREAT;
+    mode = n.data.args[2];
   } else if (nr == SYS_openat2) {
     open_how how{};
     if (!read_memory(pid, n.data.args[2], &how,
@@ -352,12 +355,14 @@ verdict judge_write(const seccomp_notif& n, const watch_policy& policy) {
   // caller's register, not its memory: no race but openat2's).
   bool makes = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
   if (makes && (mode & set_id_bits) != 0) {
-    auto text = read_string(
-      pid, n.data.args[nr == SYS_open || nr == SYS_creat ? 0 : 1]);
+    bool at = nr != SYS_open && nr != SYS_creat && nr != SYS_mknod;
+    auto text = read_string(pid, n.data.args[at ? 1 : 0]);
+    auto name = nr == SYS_creat                        ? "creat"
+                : nr == SYS_mknod || nr == SYS_mknodat ? "mknod"
+                                                       : "open";
     return {violation{violation_kind::syscall_denied, policy.execution,
-                      fmt::format("{} {:04o} {}",
-                                  nr == SYS_creat ? "creat" : "open",
-                                  mode & 07777, text ? *text : "?")},
+                      fmt::format("{} {:04o} {}", name, mode & 07777,
+                                  text ? *text : "?")},
             true};
   }
   for (auto& a : paths_of(nr, flags)) {

@@ -13,6 +13,8 @@
 
 namespace sandbox::detail {
 
+class id_lease;
+
 /// A session's init, running.
 struct started_init {
   pid_t pid = -1;
@@ -26,6 +28,11 @@ struct started_init {
 /// home brought back), in `spec.cgroup` when set. Errors: `unsupported`
 /// naming the step the kernel refused (a failed init is reaped here),
 /// `io_error` when the cgroup cannot be opened.
-result<started_init> start_init(const containment_spec& spec);
+/// With `ids` the session's root is host uid and gid `ids->id()`: the node
+/// writes the maps and makes the working directory, home and `allow_write`
+/// paths id-mapped mounts (`unsupported` naming a path whose file system
+/// has none).
+result<started_init> start_init(const containment_spec& spec,
+                                const id_lease* ids = nullptr);
 
 } // namespace sandbox::detail

@@ -51,6 +51,10 @@ errc errc_from_errno(int err) noexcept {
     case EACCES:
     case EPERM:
     case EROFS:
+    // A file made by an id the file system or an id-mapped mount cannot
+    // represent (a contained session's directories, docs/security.md
+    // "Identity"): a refusal of who asks, not a fault of the disk.
+    case EOVERFLOW:
       return errc::permission_denied;
     default:
       return errc::io_error;

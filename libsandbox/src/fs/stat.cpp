@@ -60,8 +60,9 @@ std::string version_of(const struct ::stat& st) {
   fnv1a(hash, static_cast<uint64_t>(to_ns(st.st_mtim)));
   fnv1a(hash, static_cast<uint64_t>(to_ns(st.st_ctim)));
   fnv1a(hash, static_cast<uint64_t>(st.st_mode));
-  fnv1a(hash, static_cast<uint64_t>(st.st_uid));
-  fnv1a(hash, static_cast<uint64_t>(st.st_gid));
+  // Not the owner: it reads differently through the id-mapped directories
+  // of contained sessions with ids of their own (another session, another
+  // uid), and a chown changes the ctime anyway.
   fnv1a(hash, static_cast<uint64_t>(st.st_nlink));
   return fmt::format("{:016x}", hash);
 }

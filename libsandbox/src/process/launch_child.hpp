@@ -46,6 +46,7 @@ enum child_stage : int {
   stage_rlimit,
   stage_landlock,
   stage_seccomp,
+  stage_identity,
 };
 
 /// What the child needs, prepared by the parent; `err` and `stage` are
@@ -67,6 +68,10 @@ struct child_plan {
   pid_t parent = 0;
   /// A contained launch (see `enter_session`); -1 otherwise.
   int ns_pidfd = -1;
+  /// See `launch_containment::own_ids`.
+  bool own_ids = false;
+  /// contain/privilege_filter.hpp: installed before `filter`.
+  const sock_fprog* privilege_filter = nullptr;
   int ruleset = -1;
   /// The command installs `filter` with a new listener and sends the
   /// listener over `report_socket` (`report_msg`, whose one descriptor

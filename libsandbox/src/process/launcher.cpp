@@ -243,6 +243,7 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
     case stage_rlimit:
     case stage_landlock:
     case stage_seccomp:
+    case stage_identity:
       return error{errc::io_error,
                    fmt::format("cannot start {} in its contained session: "
                                "{}: {}",

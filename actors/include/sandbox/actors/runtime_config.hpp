@@ -90,6 +90,15 @@ struct runtime_config {
   /// `allow_write`; docs/security.md).
   std::vector<std::string> isolation_allow_read;
   std::vector<std::string> isolation_allow_write;
+  /// The host ids contained sessions take a uid and gid of their own from
+  /// (one each while it lives) where the node may map them
+  /// (`isolation_support::own_ids`; docs/security.md, "Identity"):
+  /// [base, base + count), below 4294967294; by default
+  /// `default_session_id_base` and `default_session_id_count`. Count 0:
+  /// a session's root is the node's uid. Two nodes of one machine should
+  /// have ranges of their own.
+  uint32_t isolation_uid_base = default_session_id_base;
+  uint32_t isolation_uid_count = default_session_id_count;
   /// Outside destinations (`HOST:PORT`) that commands of contained sessions
   /// may connect to when their config names none (docs/security.md).
   std::vector<std::string> allow_net;

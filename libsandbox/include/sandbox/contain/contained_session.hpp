@@ -20,6 +20,10 @@ namespace sandbox {
 
 class reactor;
 
+namespace detail {
+class id_lease;
+} // namespace detail
+
 /// The memory and process limits of one contained session on the cgroup
 /// controllers the host offers, and the counters that tell when they were
 /// hit. A controller v2 lacks comes from its v1 hierarchy: a directory
@@ -101,6 +105,12 @@ struct containment_spec {
   /// A cgroup v2 directory the init is born in; empty: the caller's.
   std::string cgroup;
   isolation_limits limits;
+  /// The host ids whose one is the session's own uid and gid where the node
+  /// may map them (`host_isolation().own_ids`; docs/security.md,
+  /// "Identity"). Count 0 (the default): the session's root is the node's
+  /// uid, as on a node that may not.
+  uint32_t id_base = default_session_id_base;
+  uint32_t id_count = 0;
   /// Kept until the init is reaped (then nothing of the session runs, and
   /// its v1 directories can go).
   std::shared_ptr<session_limits> cgroup_limits;
@@ -145,6 +155,17 @@ public:
     return limits_;
   }
 
+  /// The host uid and gid of the session's root (its own one, docs/security.md
+  /// "Identity"); -1 when it is the node's own uid (`own_ids` false).
+  int64_t session_uid() const noexcept;
+
+  /// Whether the session's root has a host uid of its own: commands drop
+  /// the node's groups and become it when they enter
+  /// (`launch_containment::own_ids`).
+  bool own_ids() const noexcept {
+    return ids_ != nullptr;
+  }
+
   /// Reap the init on `r` instead of blocking in the destructor (its exit
   /// waits until the node has reaped every command of the session).
   void reap_on(reactor& r) noexcept {
@@ -161,13 +182,15 @@ private:
 
   /// `start`; the probe makes no ruleset (it needs the probe's answer).
   static result<std::unique_ptr<contained_session>>
-  start(const containment_spec& spec, bool with_ruleset);
+  start(const containment_spec& spec, bool with_ruleset, bool own_ids);
 
   pid_t pid_ = -1;
   unique_fd pidfd_;
   unique_fd ruleset_;
   isolation_limits limits_;
   std::shared_ptr<session_limits> cgroup_limits_;
+  /// Held until the init is reaped (nothing runs as the id afterwards).
+  std::shared_ptr<detail::id_lease> ids_;
   reactor* reactor_ = nullptr;
 };
 

@@ -48,6 +48,9 @@ struct containment_settings {
   /// Paths commands must not read (`containment_spec::deny`).
   std::vector<std::string> deny;
   isolation_limits limits;
+  /// `containment_spec::id_base`, `id_count`.
+  uint32_t id_base = default_session_id_base;
+  uint32_t id_count = 0;
   /// Destinations outside that commands may connect to.
   std::vector<net_destination> allow_net;
   /// The session's cgroup (v2; empty: no cgroup mode) and the node's

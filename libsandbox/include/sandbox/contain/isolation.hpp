@@ -86,6 +86,15 @@ struct isolation_support {
   /// reported too; without it such a name is just missing (`ENOENT`).
   bool lookup_watch = false;
 
+  /// A contained session's root is a host uid and gid of its own
+  /// (`containment_spec::id_base`, docs/security.md "Identity"): the node is
+  /// root with CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN in the initial user
+  /// namespace, and a throwaway session with an id-mapped working directory
+  /// was made. Without it a session's root is the node's own uid.
+  bool own_ids = false;
+  /// Why not; empty when it is.
+  std::string own_ids_detail;
+
   /// Whether `name` is among `cgroup_controllers` or `cgroup_v1`.
   bool has_controller(std::string_view name) const;
 
@@ -98,6 +107,13 @@ struct isolation_support {
   /// `user namespaces (clone: Operation not permitted)`.
   std::string missing(const isolation_limits& limits = {}) const;
 };
+
+/// The default range of host ids contained sessions take their own uid and
+/// gid from (`runtime_config::isolation_uid_base`, `isolation_uid_count`):
+/// 0x7a000000 (2046820352) and the 65535 above, in the block systemd leaves
+/// unused (between its container and "foreign" ranges).
+constexpr uint32_t default_session_id_base = 0x7a000000;
+constexpr uint32_t default_session_id_count = 65536;
 
 /// The lowest Landlock ABI a contained session needs: 3 (truncate is
 /// controlled from ABI 3 on; below it, a command could truncate any file).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sandbox/errc.hpp"
+#include "sandbox/fs/acting_as.hpp"
 #include "sandbox/fs/file_io.hpp"
 #include "sandbox/fs/listing.hpp"
 #include "sandbox/fs/stat.hpp"
@@ -26,6 +27,9 @@ struct view_policy {
   std::vector<std::string> kept;
   /// The only places below which a write, remove or mkdir may happen.
   std::vector<std::string> writable;
+  /// The session's own host ids, if it has them: its file operations must
+  /// run `acting_as` them (see there).
+  file_ids ids;
 };
 
 /// An operation the policy refused: the kind and the path (as the session
@@ -96,6 +100,10 @@ public:
   bool denied(std::string_view path) const;
   /// Whether the policy allows changing `path` (resolved, absolute).
   bool writable(std::string_view path) const;
+  /// The ids the operations must run as (`view_policy::ids`).
+  file_ids ids() const noexcept {
+    return policy_.ids;
+  }
 
 private:
   session_view() = default;

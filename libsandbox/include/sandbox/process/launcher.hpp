@@ -34,6 +34,10 @@ struct launch_containment {
   /// A seccomp filter (`watch_filter`) the command installs last; its
   /// listener comes back in `launched_child::watch_listener`. Null: none.
   const sock_fprog* watch_filter = nullptr;
+  /// The session's root is a host uid of its own
+  /// (`contained_session::own_ids`): the child drops the node's groups
+  /// before it enters and becomes uid and gid 0 of the session after.
+  bool own_ids = false;
 };
 
 /// Everything needed to start one child.
