@@ -278,8 +278,8 @@ CAF_TEST(a read only host path stays read only and is not the session s) {
   CAF_CHECK_EQUAL(r.stdout_data, "mount_setattr EPERM\n"
                                  "chmod EPERM\n"
                                  "65534\n");
-  CAF_CHECK(has_violation(r, sandbox::violation_kind::syscall_denied,
-                          "mount_setattr"));
+  CAF_CHECK(
+    has_violation(r, sandbox::violation_kind::syscall_denied, "mount_setattr"));
   CAF_CHECK(has_violation(r, sandbox::violation_kind::write_denied, file));
   struct stat after;
   CAF_REQUIRE_EQUAL(::stat(file.c_str(), &after), 0);
@@ -309,8 +309,8 @@ CAF_TEST(
                                  "capability EPERM\n"
                                  "open 6755 EPERM\n");
   // Each refusal is reported.
-  for (auto* what : {"chmod 4755", "chmod 2755", "security.capability",
-                     "open 6755"})
+  for (auto* what :
+       {"chmod 4755", "chmod 2755", "security.capability", "open 6755"})
     CHECK_THAT(has_violation(r, sandbox::violation_kind::syscall_denied, what),
                "no syscall_denied naming " << what);
   CAF_CHECK_NOT_EQUAL(::access(dir.at("wd/made").c_str(), F_OK), 0);
@@ -374,14 +374,15 @@ CAF_TEST(a host unix socket sees the session uid and outside ones are refused) {
   cfg.allow_read = {out.path + "/ro"};
   auto s = make_session(cfg);
   int inside_fd = listen_at(inside, 0600);
-  auto connect = std::string{"python3 -c 'import socket,sys; "
-                             "socket.socket(socket.AF_UNIX).connect(sys.argv[1])"
-                             "' "};
+  auto connect = std::string{
+    "python3 -c 'import socket,sys; "
+    "socket.socket(socket.AF_UNIX).connect(sys.argv[1])"
+    "' "};
   auto refused = run(s, connect + outside);
   CAF_CHECK_NOT_EQUAL(refused.exit_code, 0);
   CAF_CHECK(refused.stderr_data.find("PermissionError") != std::string::npos);
-  CAF_CHECK(has_violation(refused, sandbox::violation_kind::connect_denied,
-                          outside));
+  CAF_CHECK(
+    has_violation(refused, sandbox::violation_kind::connect_denied, outside));
   auto ok = run(s, connect + "svc.sock");
   CAF_CHECK_EQUAL(ok.exit_code, 0);
   CAF_CHECK(ok.violations.empty());

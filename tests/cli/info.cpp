@@ -41,7 +41,11 @@ CAF_TEST(info prints the version and the containment mode) {
     CAF_CHECK(r.out.find("\nisolation    ") != std::string::npos
               && r.out.find(" session's") != std::string::npos);
   else if (sandbox::host_isolation().missing().empty())
-    CAF_CHECK(r.out.find("; a private /tmp each)\n") != std::string::npos);
+    CAF_CHECK(r.out.find("; a private /tmp each; ") != std::string::npos
+              && r.out.find(sandbox::host_isolation().own_ids
+                              ? "; a host uid of its own each)\n"
+                              : "; the node's uid: ")
+                   != std::string::npos);
 }
 
 CAF_TEST(info-- json is one object with the same facts) {

@@ -19,10 +19,10 @@ acting_as::acting_as(file_ids ids) noexcept {
     groups_.resize(n > 0 ? static_cast<size_t>(n) : 0);
   }
   ::syscall(SYS_setgroups, 0, nullptr);
-  gid_ = static_cast<gid_t>(
-    ::syscall(SYS_setfsgid, static_cast<gid_t>(ids.gid)));
-  uid_ = static_cast<uid_t>(
-    ::syscall(SYS_setfsuid, static_cast<uid_t>(ids.uid)));
+  gid_
+    = static_cast<gid_t>(::syscall(SYS_setfsgid, static_cast<gid_t>(ids.gid)));
+  uid_
+    = static_cast<uid_t>(::syscall(SYS_setfsuid, static_cast<uid_t>(ids.uid)));
   active_ = true;
 }
 
