@@ -130,6 +130,14 @@ CAF_TEST(host secrets and services outside the view cannot be reached) {
   auto etc = run(s, "cat /etc/hostname > /dev/null && cat /etc/shadow");
   CAF_CHECK_NOT_EQUAL(etc.exit_code, 0);
   CAF_CHECK_EQUAL(etc.stdout_data, "");
+  if (sandbox::host_isolation().read_watch) {
+    bool reported = false;
+    for (auto& v : etc.violations)
+      reported = reported
+                 || (v.kind == sandbox::violation_kind::read_denied
+                     && v.detail == "/etc/shadow");
+    CAF_CHECK(reported);
+  }
   auto sock = run(s, "python3 -c 'import socket,sys; "
                      "socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "
                        + sock_path);

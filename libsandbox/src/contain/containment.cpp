@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "contain/init_view.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/contain/tcp_forwarder.hpp"
 #include "sandbox/fs/directories.hpp"
@@ -186,7 +188,7 @@ result<void> containment::start() {
   spec.home_directory = settings_.home_directory;
   spec.allow_read = settings_.allow_read;
   spec.allow_write = settings_.allow_write;
-  spec.deny = settings_.deny;
+  spec.deny = denied_paths();
   spec.limits = settings_.limits;
   spec.id_base = settings_.id_base;
   spec.id_count = settings_.id_count;
@@ -241,6 +243,16 @@ void containment::prepare(launch_spec& spec) const {
   auto join = limits_->join_fds();
   for (size_t i = 0; i < join.size() && i < 2; ++i)
     c.join_cgroups[i] = join[i];
+}
+
+std::vector<std::string> containment::denied_paths() const {
+  auto out = settings_.deny;
+  for (auto& s : detail::etc_secrets()) {
+    struct stat st;
+    if (::lstat(s.c_str(), &st) == 0 && !S_ISLNK(st.st_mode))
+      out.push_back(s);
+  }
+  return out;
 }
 
 std::vector<std::string> containment::writable_directories() const {
@@ -337,7 +349,7 @@ result<std::shared_ptr<const fs::session_view>> containment::view() {
   if (auto ok = start(); !ok)
     return ok.error();
   fs::view_policy policy;
-  policy.deny = settings_.deny;
+  policy.deny = denied_paths();
   policy.kept = kept_directories();
   policy.writable = writable_directories();
   policy.ids.uid = policy.ids.gid = session_->session_uid();

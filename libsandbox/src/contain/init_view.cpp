@@ -120,11 +120,6 @@ void plan_view(const containment_spec& spec, view_plan& out, bool own_ids) {
       shown.push_back(dir);
     }
   }
-  for (auto& s : etc_secrets()) {
-    struct stat st;
-    if (::lstat(s.c_str(), &st) == 0 && !S_ISLNK(st.st_mode))
-      es.push_back(hide(s, S_ISDIR(st.st_mode), 1));
-  }
   auto tmp_size = spec.limits.tmp_size > 0 ? spec.limits.tmp_size
                                            : default_tmp_size;
   auto private_tmp = fmt::format("mode=1777,size={}", tmp_size);

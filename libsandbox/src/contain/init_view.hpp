@@ -67,7 +67,9 @@ constexpr uint64_t default_tmp_size = uint64_t{1} << 30;
 
 /// The host paths below /etc that the view hides: secrets a command has no
 /// business reading (`/etc/shadow`, `/etc/sudoers`, host SSH keys, ...).
-/// The SSH host keys are listed once per process.
+/// The SSH host keys are listed once per process. A session denies them
+/// (`containment::denied_paths`): they are covered, and a read reported,
+/// like any denied path.
 const std::vector<std::string>& etc_secrets();
 
 /// Plans the view of `spec` (docs/security.md lists what is in it).

@@ -117,6 +117,11 @@ public:
   /// the home, the `allow_write` paths, `/tmp` and `/dev/shm`.
   std::vector<std::string> writable_directories() const;
 
+  /// The paths refused to the session: the configured ones and the
+  /// secrets of `/etc` the view hides (docs/security.md), so that a read of
+  /// one is reported like any denied path.
+  std::vector<std::string> denied_paths() const;
+
   /// The host directories the view brings back even inside a denied path:
   /// the working directory, the home and the `allow_*` paths.
   std::vector<std::string> kept_directories() const;
