@@ -194,18 +194,18 @@ void plan_view(const containment_spec& spec, view_plan& out, bool own_ids) {
       visible = visible || inside(d, s);
     if (covered)
       continue;
-    // With ids of its own the init cannot make mount points in the node's
-    // placeholder or FUSE cover of a directory outside the view: one that
-    // holds a directory of the session is left out (its other names are
-    // not in the view either).
-    bool holds_own = false;
-    for (auto& e : es)
-      holds_own = holds_own || (e.rank == 2 && inside(e.path, d));
-    if (own_ids && !visible && holds_own)
-      continue;
     bool dir = S_ISDIR(st.st_mode);
     auto ph = spec.placeholders.find(d);
     auto tree = spec.mounts.find(d);
+    // With ids of its own the init cannot make mount points in the node's
+    // placeholder directory outside the view: one that holds a directory
+    // of the session is left out (its other names are not in the view
+    // either). The FUSE cover shows the session's directories itself.
+    bool holds_own = false;
+    for (auto& e : es)
+      holds_own = holds_own || (e.rank == 2 && inside(e.path, d));
+    if (own_ids && !visible && holds_own && !(tree != spec.mounts.end() && dir))
+      continue;
     entry e;
     if (tree != spec.mounts.end() && dir) {
       e.path = d;

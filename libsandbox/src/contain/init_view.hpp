@@ -74,7 +74,9 @@ const std::vector<std::string>& etc_secrets();
 
 /// Plans the view of `spec` (docs/security.md lists what is in it).
 /// With `own_ids` (the init is not the node's uid), a denied directory
-/// outside the view that holds one of the session's is not covered.
+/// outside the view that holds one of the session's is not covered unless
+/// the node's FUSE cover (which shows the session's directories) covers
+/// it.
 void plan_view(const containment_spec& spec, view_plan& out,
                bool own_ids = false);
 
