@@ -33,6 +33,10 @@ struct node_facts {
   std::string node;
   /// What the host gives contained sessions (embedded node only).
   const isolation_support* isolation = nullptr;
+  /// The limits a contained session of the embedded node gets (its
+  /// defaults, or --memory / --pids): what `contained` needs depends on
+  /// them.
+  isolation_limits limits;
   /// A remote node's: the isolation of the session `info` asked (the one
   /// `--session` names, else a new one: the node's default).
   std::string session_isolation;
@@ -40,8 +44,9 @@ struct node_facts {
 };
 
 /// The `isolation` object of `info --json`.
-nlohmann::ordered_json isolation_json(const isolation_support& s) {
-  auto missing = s.missing();
+nlohmann::ordered_json isolation_json(const isolation_support& s,
+                                      const isolation_limits& limits) {
+  auto missing = s.missing(limits);
   nlohmann::ordered_json j{{"contained", missing.empty()},
                            {"namespaces", s.namespaces},
                            {"landlock_abi", s.landlock_abi},
@@ -67,8 +72,9 @@ nlohmann::ordered_json isolation_json(const isolation_support& s) {
 }
 
 /// The `isolation` line of `info`.
-std::string isolation_line(const isolation_support& s) {
-  auto missing = s.missing();
+std::string isolation_line(const isolation_support& s,
+                           const isolation_limits& limits) {
+  auto missing = s.missing(limits);
   auto controllers = fmt::format("{}", fmt::join(s.cgroup_controllers, " "));
   for (auto& [ctl, dir] : s.cgroup_v1)
     controllers += fmt::format("{}{} (v1)", controllers.empty() ? "" : " ",
@@ -99,6 +105,7 @@ node_facts embedded_facts() {
   f.cgroup = rt.cgroup_root();
   f.launch = std::string{launch_method()};
   f.isolation = &host_isolation();
+  f.limits = rt.config().limits;
   return f;
 }
 
@@ -141,7 +148,7 @@ int run_info(const global_options& g) {
     if (!f.node.empty())
       j["node"] = f.node;
     if (f.isolation != nullptr)
-      j["isolation"] = isolation_json(*f.isolation);
+      j["isolation"] = isolation_json(*f.isolation, f.limits);
     if (!f.session_isolation.empty())
       j["session_isolation"] = f.session_isolation;
     print_json(j);
@@ -159,7 +166,7 @@ int run_info(const global_options& g) {
   line("launch", f.launch);
   line("node", f.node);
   if (f.isolation != nullptr)
-    line("isolation", isolation_line(*f.isolation));
+    line("isolation", isolation_line(*f.isolation, f.limits));
   if (!f.session_isolation.empty())
     line("isolation",
          fmt::format("{} ({}{})", f.session_isolation,
