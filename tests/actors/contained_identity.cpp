@@ -28,12 +28,6 @@ using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
 using sandbox::test::host_can_contain;
 
-#define CHECK_THAT(cond, msg)                                                  \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      CAF_ERROR(msg);                                                          \
-  } while (false)
-
 namespace {
 
 /// The given ids of a contained session's root on this host; false (with a

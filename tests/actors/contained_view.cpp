@@ -26,13 +26,6 @@ using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
 using sandbox::test::host_can_contain;
 
-/// A check that says why it failed.
-#define CHECK_THAT(cond, msg)                                                  \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      CAF_ERROR(msg);                                                          \
-  } while (false)
-
 namespace {
 
 std::string slurp(const std::string& path) {

@@ -301,6 +301,38 @@ CAF_TEST(tool calls leave no descriptor and no process behind) {
   CAF_CHECK_EQUAL(sandbox::test::processes_with(marker), 0u);
 }
 
+CAF_TEST(shell names what a contained session refused and the limit hit) {
+  auto limits = sandbox::actors::default_contained_limits();
+  limits.processes = 64;
+  if (!sandbox::host_isolation().missing(limits).empty())
+    return;
+  sandbox::actors::session_config cfg;
+  cfg.isolation = sandbox::isolation_mode::contained;
+  cfg.working_directory = dir.path + "/work";
+  cfg.home_directory = dir.path + "/home";
+  cfg.limits = limits;
+  auto s = sandbox::actors::blocking_session::create(node, cfg);
+  SANDBOX_REQUIRE_OK(s);
+  toolbox tb{*s};
+  // /etc is read-only in the view: the create is refused and reported.
+  auto r = tb.call("shell", {{"command", "touch /etc/tools-probe; true"}});
+  SANDBOX_REQUIRE_OK(r);
+  CHECK_THAT(contains(r->text, "[sandbox: write_denied: /etc/tools-probe]\n"),
+             r->text);
+  CAF_CHECK(!r->structured.contains("ended_by"));
+  CAF_REQUIRE(r->structured.contains("violations"));
+  CAF_CHECK_EQUAL(
+    r->structured["violations"][0],
+    json({{"kind", "write_denied"}, {"detail", "/etc/tools-probe"}}));
+  // A fork bomb ends at the process limit, which the result names.
+  auto bomb = tb.call("shell", {{"command", "while :; do sleep 60 & done"},
+                                {"timeout", 120}});
+  SANDBOX_REQUIRE_OK(bomb);
+  CAF_CHECK_EQUAL(bomb->structured["ended_by"], "process_limit");
+  CHECK_THAT(contains(bomb->text, "(ended the command)]\n"), bomb->text);
+  SANDBOX_REQUIRE_OK(s->stop());
+}
+
 CAF_TEST(an unknown tool is invalid_argument naming it) {
   auto s = make_session();
   toolbox tb{s};

@@ -101,3 +101,10 @@
     if (!sandbox_checked_)                                                     \
       CAF_ERROR(#expr " failed: " << sandbox_checked_.error().message);        \
   } while (false)
+
+/// A check that says why it failed (`msg` is streamed, as for CAF_ERROR).
+#define CHECK_THAT(cond, msg)                                                  \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      CAF_ERROR(msg);                                                          \
+  } while (false)

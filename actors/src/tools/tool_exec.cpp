@@ -106,10 +106,29 @@ tool_result to_tool_result(const result<exec_result>& r,
     res.text += fmt::format("[output truncated: {} bytes dropped in the "
                             "middle; the head and the tail are kept]\n",
                             r->dropped_bytes);
+  // What a contained session refused, and the limit that ended the
+  // command (docs/security.md), as the CLI shows them.
+  for (auto& v : r->violations)
+    res.text += fmt::format(
+      "[sandbox: {}: {}{}]\n", to_string(v.kind), to_valid_utf8(v.detail),
+      v.kind == r->ended_by ? " (ended the command)" : "");
+  if (r->violations_dropped > 0)
+    res.text += fmt::format("[sandbox: {} more refusals not listed]\n",
+                            r->violations_dropped);
   res.structured
     = {{"exit_code", r->exit_code}, {"exit_reason", to_string(r->reason)},
        {"stdout", std::move(out)},  {"stderr", std::move(err)},
        {"truncated", r->truncated}, {"dropped_bytes", r->dropped_bytes}};
+  if (r->ended_by != violation_kind::none)
+    res.structured["ended_by"] = to_string(r->ended_by);
+  if (!r->violations.empty() || r->violations_dropped > 0) {
+    auto list = nlohmann::json::array();
+    for (auto& v : r->violations)
+      list.push_back(
+        {{"kind", to_string(v.kind)}, {"detail", to_valid_utf8(v.detail)}});
+    res.structured["violations"] = std::move(list);
+    res.structured["violations_dropped"] = r->violations_dropped;
+  }
   return res;
 }
 
