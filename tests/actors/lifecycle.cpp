@@ -21,6 +21,7 @@
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/embedded_node.hpp"
+#include "served_node.hpp"
 
 using namespace std::chrono_literals;
 using namespace sandbox;
@@ -271,62 +272,40 @@ CAF_TEST_FIXTURE_SCOPE_END()
 // -- a node that serves remote clients ----------------------------------------
 
 CAF_TEST(a serving node releases what remote clients stopped) {
-  test::temp_dir dir;
-  system_config scfg;
-  configure_remote(scfg, {});
-  auto sys = std::make_unique<caf::actor_system>(scfg);
-  auto rt = make_runtime(test::node_fixture::config());
-  node_config ncfg;
-  ncfg.base_directory = dir.path + "/sessions";
-  auto node = spawn_node(*sys, rt, ncfg);
-  auto port = publish_node(*sys, node, "127.0.0.1", 0, false);
-  SANDBOX_REQUIRE_OK(port);
-  auto actors_before = live_actors(*sys);
+  test::served_node served;
+  auto actors_before = live_actors(*served.sys);
   {
-    auto client = remote_node::connect("127.0.0.1:" + std::to_string(*port));
-    SANDBOX_REQUIRE_OK(client);
+    auto client = served.connect();
     for (int i = 0; i < 20; ++i) {
-      session_config cfg;
-      cfg.home_directory = dir.path + "/home";
-      auto s = blocking_session::create(**client, cfg);
-      SANDBOX_REQUIRE_OK(s);
-      auto r = s->execute("echo hi");
+      auto s = served.open_session(*client);
+      auto r = s.execute("echo hi");
       SANDBOX_REQUIRE_OK(r);
       CAF_CHECK_EQUAL(r->stdout_data, "hi\n");
-      auto p = s->spawn("exit 3");
+      auto p = s.spawn("exit 3");
       SANDBOX_REQUIRE_OK(p);
       auto w = p->wait();
       SANDBOX_REQUIRE_OK(w);
       CAF_CHECK_EQUAL(w->exit_code, 3);
-      auto files = files_of(*s);
+      auto files = files_of(s);
       SANDBOX_REQUIRE_OK(files);
       SANDBOX_REQUIRE_OK(files->write_file("f", "x"));
       auto back = files->read_file("f");
       SANDBOX_REQUIRE_OK(back);
       CAF_CHECK_EQUAL(*back, "x");
-      SANDBOX_REQUIRE_OK(s->stop());
-      SANDBOX_REQUIRE_OK(s->stop());
-      auto after = s->execute("true");
+      SANDBOX_REQUIRE_OK(s.stop());
+      SANDBOX_REQUIRE_OK(s.stop());
+      auto after = s.execute("true");
       CAF_REQUIRE(!after);
       CAF_CHECK(after.error().code == errc::session_stopped);
     }
-    auto list = (*client)->list();
+    auto list = client->list();
     SANDBOX_REQUIRE_OK(list);
     CAF_CHECK_EQUAL(list->size(), 0u);
   }
   // Sessions, workers and process actors handed to the client are gone
   // (before, CAF's registry kept every one of them).
-  CAF_CHECK_LESS_OR_EQUAL(settle(*sys, actors_before), actors_before);
+  CAF_CHECK_LESS_OR_EQUAL(settle(*served.sys, actors_before), actors_before);
   // So the serving system can be destroyed: nothing keeps it waiting.
-  {
-    caf::scoped_actor self{*sys};
-    self->request(node, caf::infinite, stop_atom_v)
-      .receive([](uint32_t) {}, [](caf::error&) {});
-  }
-  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-  node = nullptr;
-  sys->await_all_actors_done();
-  close_actor_gate(*rt);
-  sys.reset();
-  CAF_CHECK(rt.use_count() == 1);
+  served.shut_down();
+  CAF_CHECK(served.rt.use_count() == 1);
 }

@@ -22,80 +22,15 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "fixture.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/client/blocking_files.hpp"
+#include "served_node.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
 
-namespace {
-
-/// A node published on a free loopback port by an actor system of its own.
-struct served_node {
-  test::temp_dir dir;
-  system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  runtime_ptr rt;
-  node_actor node;
-  uint16_t port = 0;
-
-  explicit served_node(node_config ncfg = {}) {
-    configure_remote(cfg, {});
-    sys = std::make_unique<caf::actor_system>(cfg);
-    rt = make_runtime(test::node_fixture::config());
-    ncfg.base_directory = dir.path + "/sessions";
-    node = spawn_node(*sys, rt, std::move(ncfg));
-    auto p = publish_node(*sys, node, "127.0.0.1", 0, false);
-    if (!p)
-      throw std::runtime_error(p.error().message);
-    port = *p;
-  }
-
-  ~served_node() {
-    {
-      caf::scoped_actor self{*sys};
-      self->request(node, caf::infinite, stop_atom_v)
-        .receive([](uint32_t) {}, [](caf::error&) {});
-    }
-    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-    node = nullptr;
-    // Actors sent to a remote client stay in CAF's registry until they
-    // quit; a stopped session quits (with its worker and processes), so
-    // the system goes down.
-    sys->await_all_actors_done();
-    close_actor_gate(*rt);
-    sys.reset();
-  }
-
-  std::string address() const {
-    return "127.0.0.1:" + std::to_string(port);
-  }
-};
-
-struct remote_fixture {
-  served_node server;
-  std::unique_ptr<remote_node> client;
-
-  remote_fixture() {
-    auto c = remote_node::connect(server.address());
-    if (!c)
-      throw std::runtime_error(c.error().message);
-    client = std::move(*c);
-  }
-
-  blocking_session session() {
-    session_config cfg;
-    cfg.home_directory = server.dir.path + "/home";
-    auto s = blocking_session::create(*client, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
-  }
-};
-
-} // namespace
+using sandbox::test::served_node;
 
 CAF_TEST(node addresses parse with ports and IPv6 brackets) {
   auto a = parse_node_address("127.0.0.1:4800");
@@ -173,7 +108,7 @@ CAF_TEST(a node that does not listen is node unreachable naming it) {
   CAF_CHECK(c.error().message.find(address) != std::string::npos);
 }
 
-CAF_TEST_FIXTURE_SCOPE(remote_tests, remote_fixture)
+CAF_TEST_FIXTURE_SCOPE(remote_tests, test::served_fixture)
 
 CAF_TEST(chunks reach a remote sink in order then one result) {
   auto s = session();

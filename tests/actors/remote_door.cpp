@@ -32,17 +32,18 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "fixture.hpp"
 #include "helpers/quiet_fork.hpp"
 #include "helpers/tls_files.hpp"
 #include "remote/remote_door.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/log.hpp"
+#include "served_node.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
 using namespace std::chrono_literals;
+using sandbox::test::served_node;
 
 namespace {
 
@@ -60,66 +61,6 @@ std::string frame(uint8_t op, uint32_t len) {
   out[15] = 3;
   return out + std::string(16, 'x');
 }
-
-/// A node published on a free loopback port by an actor system of its
-/// own, with TLS when `tls` is enabled.
-struct served_node {
-  test::temp_dir dir;
-  system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  runtime_ptr rt;
-  node_actor node;
-  uint16_t port = 0;
-  tls_config tls;
-
-  explicit served_node(door_config door = {}, tls_config t = {})
-    : tls(std::move(t)) {
-    configure_remote(cfg, tls);
-    sys = std::make_unique<caf::actor_system>(cfg);
-    rt = make_runtime(test::node_fixture::config());
-    node_config ncfg;
-    ncfg.base_directory = dir.path + "/sessions";
-    node = spawn_node(*sys, rt, std::move(ncfg));
-    auto p = publish_node(*sys, node, "127.0.0.1", 0, tls.enabled(), door);
-    if (!p)
-      throw std::runtime_error(p.error().message);
-    port = *p;
-  }
-
-  ~served_node() {
-    {
-      caf::scoped_actor self{*sys};
-      self->request(node, caf::infinite, stop_atom_v)
-        .receive([](uint32_t) {}, [](caf::error&) {});
-    }
-    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-    node = nullptr;
-    sys->await_all_actors_done();
-    close_actor_gate(*rt);
-    sys.reset();
-  }
-
-  std::string address() const {
-    return "127.0.0.1:" + std::to_string(port);
-  }
-
-  /// Connects a client (with the client certificate of `files` for a TLS
-  /// node), runs `echo` in a new session, and returns its output.
-  std::string echo_through_client(const tls_config& client = {}) const {
-    auto c = remote_node::connect(address(), client);
-    if (!c)
-      return "connect failed: " + c.error().message;
-    session_config scfg;
-    scfg.home_directory = dir.path + "/home";
-    auto s = blocking_session::create(**c, scfg);
-    if (!s)
-      return "create failed: " + s.error().message;
-    auto r = s->execute("echo hello");
-    if (!r)
-      return "execute failed: " + r.error().message;
-    return r->stdout_data;
-  }
-};
 
 /// Keeps the warnings the library logs while it lives (the library's
 /// logger is replaced by one of its own, and dropped again after).
@@ -362,7 +303,7 @@ CAF_TEST(a frame at the maximum is read) {
   // warning of the door).
   door_config door;
   door.max_frame_bytes = min_frame_bytes;
-  served_node served{door};
+  served_node served{{}, {}, door};
   auto before = actors::detail::door_counters();
   int fd = connect_raw(served.port);
   send_all(fd, frame(1, min_frame_bytes) + std::string(min_frame_bytes, 'y'));
@@ -377,11 +318,10 @@ CAF_TEST(a connection that never speaks is dropped at its handshake deadline) {
   captured_log logged;
   door_config door;
   door.handshake_timeout = 200ms;
-  served_node served{door};
+  served_node served{{}, {}, door};
   // A client that connected before the silent peer: its handshake is done,
   // so the deadline does not apply to it.
-  auto client = remote_node::connect(served.address());
-  SANDBOX_REQUIRE_OK(client);
+  auto client = served.connect();
   auto before = actors::detail::door_counters();
   int fd = connect_raw(served.port);
   auto peer = local_name(fd);
@@ -393,11 +333,8 @@ CAF_TEST(a connection that never speaks is dropped at its handshake deadline) {
   CAF_CHECK(logged.has("dropped the connection of " + peer
                        + ": no handshake within 200 ms"));
   // The client's connection, older than the silent one, is still there.
-  session_config scfg;
-  scfg.home_directory = served.dir.path + "/home";
-  auto s = blocking_session::create(**client, scfg);
-  SANDBOX_REQUIRE_OK(s);
-  auto r = s->execute("echo still");
+  auto s = served.open_session(*client);
+  auto r = s.execute("echo still");
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "still\n");
 }
@@ -407,7 +344,7 @@ CAF_TEST(a TLS node drops a connection that never starts TLS) {
   captured_log logged;
   door_config door;
   door.handshake_timeout = 200ms;
-  served_node served{door, {files.node_cert, files.node_key, files.ca}};
+  served_node served{{}, {files.node_cert, files.node_key, files.ca}, door};
   auto before = actors::detail::door_counters();
   int fd = connect_raw(served.port);
   auto peer = local_name(fd);
@@ -499,7 +436,7 @@ CAF_TEST(a loopback node admits the uids it allows) {
     return;
   door_config door;
   door.allowed_uids = {other_uid};
-  served_node served{door};
+  served_node served{{}, {}, door};
   auto before = actors::detail::door_counters();
   auto saw = connect_as(other_uid, served.port);
   if (saw == cannot_setuid) {

@@ -21,7 +21,6 @@
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/scoped_actor.hpp>
 
-#include "fixture.hpp"
 #include "helpers/tls_files.hpp"
 #include "remote/remote_detail.hpp"
 #include "remote/remote_door.hpp"
@@ -29,68 +28,12 @@
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
 #include "sandbox/client/blocking_session.hpp"
+#include "served_node.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
 
 namespace {
-
-/// A node published with mutual TLS on a free loopback port, by an actor
-/// system of its own, with `admins`.
-struct tls_node {
-  test::temp_dir dir;
-  system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  runtime_ptr rt;
-  node_actor node;
-  uint16_t port = 0;
-
-  tls_node(const test::tls_files& files, std::vector<std::string> admins) {
-    configure_remote(cfg, {files.node_cert, files.node_key, files.ca});
-    sys = std::make_unique<caf::actor_system>(cfg);
-    rt = make_runtime(test::node_fixture::config());
-    node_config ncfg;
-    ncfg.base_directory = dir.path + "/sessions";
-    ncfg.admins = std::move(admins);
-    node = spawn_node(*sys, rt, std::move(ncfg));
-    auto p = publish_node(*sys, node, "127.0.0.1", 0, true);
-    if (!p)
-      throw std::runtime_error(p.error().message);
-    port = *p;
-  }
-
-  ~tls_node() {
-    {
-      caf::scoped_actor self{*sys};
-      self->request(node, caf::infinite, stop_atom_v)
-        .receive([](uint32_t) {}, [](caf::error&) {});
-    }
-    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-    node = nullptr;
-    sys->await_all_actors_done();
-    close_actor_gate(*rt);
-    sys.reset();
-  }
-
-  /// A client with the certificate `cert` and key `key` of the CA.
-  std::unique_ptr<remote_node> client(const test::tls_files& files,
-                                      const std::string& cert,
-                                      const std::string& key) const {
-    auto c = remote_node::connect("127.0.0.1:" + std::to_string(port),
-                                  {cert, key, files.ca});
-    SANDBOX_REQUIRE_OK(c);
-    return std::move(*c);
-  }
-
-  /// A new session of `client`; returns its id.
-  blocking_session create(remote_node& client) const {
-    session_config scfg;
-    scfg.home_directory = dir.path + "/home";
-    auto s = blocking_session::create(client, scfg);
-    SANDBOX_REQUIRE_OK(s);
-    return std::move(*s);
-  }
-};
 
 std::string id_of(blocking_session& s) {
   auto info = s.info();
@@ -151,6 +94,23 @@ struct owners_fixture {
     = files.add_client("second", "second client");
   std::pair<std::string, std::string> op = files.add_client("operator",
                                                             "operator");
+
+  /// A node served with mutual TLS (the node certificate of `files`) that
+  /// names `admins`.
+  std::unique_ptr<test::served_node> serve(std::vector<std::string> admins) {
+    node_config ncfg;
+    ncfg.admins = std::move(admins);
+    return std::make_unique<test::served_node>(
+      std::move(ncfg), tls_config{files.node_cert, files.node_key, files.ca});
+  }
+
+  /// A client of `served` with the certificate `cert` and key `key` of the
+  /// CA.
+  std::unique_ptr<remote_node> client(const test::served_node& served,
+                                      const std::string& cert,
+                                      const std::string& key) const {
+    return served.connect({cert, key, files.ca});
+  }
 };
 
 } // namespace
@@ -158,12 +118,12 @@ struct owners_fixture {
 CAF_TEST_FIXTURE_SCOPE(owners_tests, owners_fixture)
 
 CAF_TEST(a client neither sees nor uses nor stops the session of another) {
-  tls_node served{files, {"CN=operator"}};
-  auto a = served.client(files, files.client_cert, files.client_key);
-  auto b = served.client(files, second.first, second.second);
-  auto sa = served.create(*a);
+  auto served = serve({"CN=operator"});
+  auto a = client(*served, files.client_cert, files.client_key);
+  auto b = client(*served, second.first, second.second);
+  auto sa = served->open_session(*a);
   auto id = id_of(sa);
-  auto sb = served.create(*b);
+  auto sb = served->open_session(*b);
   auto id_b = id_of(sb);
   // A lists its session, B only its own.
   CAF_CHECK(holds(listed(*a), id));
@@ -189,12 +149,12 @@ CAF_TEST(a client neither sees nor uses nor stops the session of another) {
 }
 
 CAF_TEST(an admin identity sees uses and stops every session) {
-  tls_node served{files, {"CN=operator"}};
-  auto a = served.client(files, files.client_cert, files.client_key);
-  auto b = served.client(files, second.first, second.second);
-  auto admin = served.client(files, op.first, op.second);
-  auto sa = served.create(*a);
-  auto sb = served.create(*b);
+  auto served = serve({"CN=operator"});
+  auto a = client(*served, files.client_cert, files.client_key);
+  auto b = client(*served, second.first, second.second);
+  auto admin = client(*served, op.first, op.second);
+  auto sa = served->open_session(*a);
+  auto sb = served->open_session(*b);
   auto id_a = id_of(sa);
   auto id_b = id_of(sb);
   auto seen = listed(*admin);
@@ -205,24 +165,24 @@ CAF_TEST(an admin identity sees uses and stops every session) {
   SANDBOX_CHECK_OK(stopped);
   CAF_CHECK(!holds(listed(*b), id_b));
   // The node's own process is an admin too.
-  caf::scoped_actor self{*served.sys};
+  caf::scoped_actor self{*served->sys};
   std::vector<session_info> local;
-  self->request(served.node, caf::infinite, list_atom_v)
+  self->request(served->node, caf::infinite, list_atom_v)
     .receive([&](std::vector<session_info>& l) { local = std::move(l); },
              [](caf::error&) {});
   CAF_CHECK_EQUAL(local.size(), 1u);
 }
 
 CAF_TEST(a client that addresses the session of another by number is dropped) {
-  tls_node served{files, {}};
-  auto a = served.client(files, files.client_cert, files.client_key);
-  auto b = served.client(files, second.first, second.second);
-  auto sa = served.create(*a);
+  auto served = serve({});
+  auto a = client(*served, files.client_cert, files.client_key);
+  auto b = client(*served, second.first, second.second);
+  auto sa = served->open_session(*a);
   // The number of A's session, as B could guess it.
   caf::actor_id number = 0;
   {
-    caf::scoped_actor self{*served.sys};
-    self->request(served.node, caf::infinite, get_atom_v, id_of(sa))
+    caf::scoped_actor self{*served->sys};
+    self->request(served->node, caf::infinite, get_atom_v, id_of(sa))
       .receive([&](session_actor& h) { number = h.id(); }, [](caf::error&) {});
   }
   CAF_REQUIRE_NOT_EQUAL(number, 0u);
