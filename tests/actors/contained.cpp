@@ -20,9 +20,10 @@
 #include <fstream>
 #include <random>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
 #include "helpers/foreign_abi.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -33,6 +34,8 @@ using sandbox::actors::session_config;
 
 extern char** environ;
 
+using sandbox::test::has_detail_prefix;
+using sandbox::test::has_violation_in;
 using sandbox::test::host_can_contain;
 
 namespace {
@@ -45,24 +48,6 @@ bool exists(const std::string& path) {
 std::string slurp(const std::string& path) {
   std::ifstream in{path};
   return {std::istreambuf_iterator<char>{in}, {}};
-}
-
-bool has_violation(const std::vector<sandbox::violation>& v,
-                   sandbox::violation_kind kind, uint64_t execution) {
-  for (auto& x : v)
-    if (x.kind == kind && x.execution == execution)
-      return true;
-  return false;
-}
-
-/// Whether `v` holds a violation of `kind` whose detail starts with
-/// `detail`.
-bool has_detail(const std::vector<sandbox::violation>& v,
-                sandbox::violation_kind kind, const std::string& detail) {
-  for (auto& x : v)
-    if (x.kind == kind && x.detail.compare(0, detail.size(), detail) == 0)
-      return true;
-  return false;
 }
 
 /// A helper process of the test itself (outside every session): `sleep`,
@@ -94,13 +79,8 @@ struct host_helper {
   }
 };
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  /// What the session sees but may not change (the host's /tmp, where
-  /// `dir` lies, is not in its view at all).
-  sandbox::test::outside_dir out;
+struct fixture : sandbox::test::contained_fixture {
   std::string key;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
 
   fixture() {
     key = out.path + "/node-key.pem";
@@ -109,32 +89,15 @@ struct fixture {
     // session, not just left behind in the host's /tmp.
     ::mkdir((out.path + "/base").c_str(), 0755);
     ::mkdir((out.path + "/outside").c_str(), 0755);
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
+    auto cfg = sandbox::test::contained_config();
     cfg.isolation_deny = {key};
     sandbox::actors::node_config ncfg;
     ncfg.base_directory = out.path + "/base";
-    if (sandbox::host_isolation().missing().empty())
-      node = std::make_unique<sandbox::actors::embedded_node>(cfg, ncfg);
-  }
-
-  /// A contained session in a new directory under the base directory.
-  blocking_session make_session() {
-    session_config cfg;
-    cfg.home_directory = dir.path + "/home";
-    // What the session may see but not change (outside its view else).
-    cfg.allow_read = {out.path};
-    auto s = blocking_session::create(*node, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
-  }
-
-  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
-    auto r = s.execute(cmd, {});
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
+    start(cfg, ncfg);
+    // Sessions in a new directory under the base directory, that may see
+    // `out` but not change it (outside their view else).
+    work.clear();
+    readable = {out.path};
   }
 };
 
@@ -178,14 +141,15 @@ CAF_TEST(a write outside the allowed directories fails) {
   CAF_CHECK(!exists(target));
   // Reported, typed, with the path and the execution.
   CAF_CHECK(
-    has_violation(r.violations, sandbox::violation_kind::write_denied, 1));
-  CAF_CHECK(
-    has_detail(r.violations, sandbox::violation_kind::write_denied, target));
+    has_violation_in(r.violations, sandbox::violation_kind::write_denied, 1));
+  CAF_CHECK(has_detail_prefix(r.violations,
+                              sandbox::violation_kind::write_denied, target));
   auto m = run(s, "mkdir " + out.path + "/outside/d");
   CAF_CHECK_NOT_EQUAL(m.exit_code, 0);
   CAF_CHECK(!exists(out.path + "/outside/d"));
-  CAF_CHECK(has_detail(m.violations, sandbox::violation_kind::write_denied,
-                       out.path + "/outside/d"));
+  CAF_CHECK(has_detail_prefix(m.violations,
+                              sandbox::violation_kind::write_denied,
+                              out.path + "/outside/d"));
   // An existing directory outside is no violation (mkdir -p walks it).
   auto p = run(s, "mkdir -p " + dir.path + "/home/sub");
   CAF_CHECK_EQUAL(p.exit_code, 0);
@@ -193,12 +157,12 @@ CAF_TEST(a write outside the allowed directories fails) {
   // The key, denied and outside the allowed directories, stays.
   auto rm = run(s, "rm -f " + key);
   CAF_CHECK_EQUAL(slurp(key), "SECRET-KEY");
-  CAF_CHECK(
-    has_detail(rm.violations, sandbox::violation_kind::write_denied, key));
+  CAF_CHECK(has_detail_prefix(rm.violations,
+                              sandbox::violation_kind::write_denied, key));
   auto seen = s.violations();
   SANDBOX_REQUIRE_OK(seen);
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::write_denied, 1));
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::write_denied, 4));
+  CAF_CHECK(has_violation_in(*seen, sandbox::violation_kind::write_denied, 1));
+  CAF_CHECK(has_violation_in(*seen, sandbox::violation_kind::write_denied, 4));
   // Through a symbolic link made inside: refused, and reported with where
   // the link led (a link to a file, then one to a directory).
   auto info = s.info();
@@ -208,13 +172,15 @@ CAF_TEST(a write outside the allowed directories fails) {
   auto l = run(s, "ln -s " + via + " link && echo x > link");
   CAF_CHECK_NOT_EQUAL(l.exit_code, 0);
   CAF_CHECK(!exists(via));
-  CAF_CHECK(has_detail(l.violations, sandbox::violation_kind::write_denied,
-                       wd + "/link (-> " + via + ")"));
+  CAF_CHECK(has_detail_prefix(l.violations,
+                              sandbox::violation_kind::write_denied,
+                              wd + "/link (-> " + via + ")"));
   auto d = run(s, "ln -s " + out.path + "/outside dlink && echo x > dlink/f");
   CAF_CHECK_NOT_EQUAL(d.exit_code, 0);
   CAF_CHECK(!exists(out.path + "/outside/f"));
-  CAF_CHECK(has_detail(d.violations, sandbox::violation_kind::write_denied,
-                       wd + "/dlink/f (-> " + out.path + "/outside/f)"));
+  CAF_CHECK(has_detail_prefix(d.violations,
+                              sandbox::violation_kind::write_denied,
+                              wd + "/dlink/f (-> " + out.path + "/outside/f)"));
   // A link that stays inside is no violation.
   auto in = run(s, "mkdir -p sub && ln -s sub slink && echo x > slink/f && "
                    "cat sub/f");
@@ -235,9 +201,9 @@ CAF_TEST(a write outside through another ABI fails and is reported) {
   CAF_CHECK_EQUAL(rx.exit_code, 1);
   CAF_CHECK(!exists(x32));
   CAF_CHECK(
-    has_violation(rx.violations, sandbox::violation_kind::write_denied, 1));
-  CAF_CHECK(
-    has_detail(rx.violations, sandbox::violation_kind::write_denied, x32));
+    has_violation_in(rx.violations, sandbox::violation_kind::write_denied, 1));
+  CAF_CHECK(has_detail_prefix(rx.violations,
+                              sandbox::violation_kind::write_denied, x32));
   // i386 (int $0x80), as a 32-bit program writes.
   if (!sandbox::test::kernel_runs_i386()) {
     CAF_MESSAGE("skipped the i386 write: this kernel does not run i386 "
@@ -248,9 +214,9 @@ CAF_TEST(a write outside through another ABI fails and is reported) {
     CAF_CHECK_EQUAL(r.exit_code, 1);
     CAF_CHECK(!exists(target));
     CAF_CHECK(
-      has_violation(r.violations, sandbox::violation_kind::write_denied, 2));
-    CAF_CHECK(
-      has_detail(r.violations, sandbox::violation_kind::write_denied, target));
+      has_violation_in(r.violations, sandbox::violation_kind::write_denied, 2));
+    CAF_CHECK(has_detail_prefix(r.violations,
+                                sandbox::violation_kind::write_denied, target));
   }
   (void) s.stop();
 }
@@ -271,21 +237,21 @@ CAF_TEST(a denied path cannot be read) {
   // command started (its group) is the command's too.
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(
-    has_violation(r.violations, sandbox::violation_kind::read_denied, 1));
+    has_violation_in(r.violations, sandbox::violation_kind::read_denied, 1));
   CAF_CHECK(
-    has_detail(r.violations, sandbox::violation_kind::read_denied, key));
+    has_detail_prefix(r.violations, sandbox::violation_kind::read_denied, key));
   auto sub = run(s, "(cat " + key + "; true) | cat");
   CAF_CHECK(sub.stdout_data.find("SECRET") == std::string::npos);
   CAF_CHECK(
-    has_violation(sub.violations, sandbox::violation_kind::read_denied, 2));
+    has_violation_in(sub.violations, sandbox::violation_kind::read_denied, 2));
   // Honest reads of the system still work, unreported.
   auto honest = run(s, "cat /etc/hostname /proc/self/status > /dev/null");
   CAF_CHECK_EQUAL(honest.exit_code, 0);
   CAF_CHECK(honest.violations.empty());
   auto seen = s.violations();
   SANDBOX_REQUIRE_OK(seen);
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::read_denied, 1));
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::read_denied, 2));
+  CAF_CHECK(has_violation_in(*seen, sandbox::violation_kind::read_denied, 1));
+  CAF_CHECK(has_violation_in(*seen, sandbox::violation_kind::read_denied, 2));
   (void) s.stop();
 }
 
@@ -330,8 +296,8 @@ CAF_TEST(the files of another session cannot be reached) {
   // it that is not the session's own, where the node serves FUSE (else
   // that path is simply not there).
   if (sandbox::host_isolation().read_watch)
-    CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::read_denied,
-                         out.path + "/base"));
+    CAF_CHECK(has_detail_prefix(
+      r.violations, sandbox::violation_kind::read_denied, out.path + "/base"));
   if (sandbox::host_isolation().lookup_watch) {
     auto target = a_info->working_directory + "/mine";
     size_t below = 0;
@@ -379,16 +345,16 @@ CAF_TEST(a host process cannot be signalled or traced and is reported) {
   auto r = run(s, "kill -KILL " + pid);
   CAF_CHECK_NOT_EQUAL(r.exit_code, 0);
   CAF_CHECK(helper.alive());
-  CAF_CHECK(has_detail(r.violations, sandbox::violation_kind::signal_denied,
-                       "kill " + pid));
+  CAF_CHECK(has_detail_prefix(
+    r.violations, sandbox::violation_kind::signal_denied, "kill " + pid));
   CAF_CHECK(
-    has_violation(r.violations, sandbox::violation_kind::signal_denied, 1));
+    has_violation_in(r.violations, sandbox::violation_kind::signal_denied, 1));
   auto t = run(s, std::string{sandbox::test::test_child()} + " ptrace " + pid);
   CAF_CHECK_EQUAL(t.exit_code, 1);
   CAF_CHECK_EQUAL(t.stdout_data, "No such process\n");
   CAF_CHECK(helper.alive());
-  CAF_CHECK(has_detail(t.violations, sandbox::violation_kind::signal_denied,
-                       "ptrace " + pid));
+  CAF_CHECK(has_detail_prefix(
+    t.violations, sandbox::violation_kind::signal_denied, "ptrace " + pid));
   // The session's own processes: signalled and traced, nothing reported.
   auto own = run(s, "sleep 30 & p=$!; "
                       + std::string{sandbox::test::test_child()}
@@ -417,8 +383,9 @@ CAF_TEST(the network is loopback only) {
                       + std::to_string(port));
   CAF_CHECK_NOT_EQUAL(out.exit_code, 0);
   CAF_CHECK_EQUAL(out.stdout_data, "ECONNREFUSED\n");
-  CAF_CHECK(has_detail(out.violations, sandbox::violation_kind::connect_denied,
-                       "127.0.0.1:" + std::to_string(port)));
+  CAF_CHECK(has_detail_prefix(out.violations,
+                              sandbox::violation_kind::connect_denied,
+                              "127.0.0.1:" + std::to_string(port)));
   auto own = run(s, std::string{sandbox::test::test_child()} + " connect 0");
   CAF_CHECK_EQUAL(own.exit_code, 0);
   CAF_CHECK_EQUAL(own.stdout_data, "connected\n");
@@ -488,10 +455,10 @@ CAF_TEST(a fork bomb is bounded by the process limit and reported) {
                      + std::string{sandbox::test::test_child()} + " fork-bomb");
   CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
   CAF_CHECK(
-    has_violation(r.violations, sandbox::violation_kind::process_limit, 2));
+    has_violation_in(r.violations, sandbox::violation_kind::process_limit, 2));
   auto seen = s->violations();
   SANDBOX_REQUIRE_OK(seen);
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::process_limit, 2));
+  CAF_CHECK(has_violation_in(*seen, sandbox::violation_kind::process_limit, 2));
   // The node and the session stay responsive.
   CAF_CHECK_EQUAL(run(*s, "echo ok").stdout_data, "ok\n");
   auto receipt = s->stop();
@@ -523,7 +490,7 @@ CAF_TEST(a memory hog is ended by the memory limit and the result says so) {
   CAF_CHECK_EQUAL(r.exit_code, 128 + SIGKILL);
   CAF_CHECK(r.ended_by == sandbox::violation_kind::memory_limit);
   CAF_CHECK(
-    has_violation(r.violations, sandbox::violation_kind::memory_limit, 2));
+    has_violation_in(r.violations, sandbox::violation_kind::memory_limit, 2));
   CAF_CHECK_EQUAL(run(*s, "echo ok").stdout_data, "ok\n");
   auto receipt = s->stop();
   SANDBOX_REQUIRE_OK(receipt);
@@ -545,14 +512,15 @@ CAF_TEST(cpu time and file size limits end a command and are named) {
   CAF_CHECK_EQUAL(cpu.exit_code, 128 + SIGXCPU);
   CAF_CHECK(cpu.ended_by == sandbox::violation_kind::cpu_limit);
   CAF_CHECK(
-    has_violation(cpu.violations, sandbox::violation_kind::cpu_limit, 1));
+    has_violation_in(cpu.violations, sandbox::violation_kind::cpu_limit, 1));
   auto big = run(*s, "exec head -c 2000000 /dev/zero > big");
   CAF_CHECK_EQUAL(big.exit_code, 128 + SIGXFSZ);
   CAF_CHECK(big.ended_by == sandbox::violation_kind::file_size_limit);
   auto seen = s->violations();
   SANDBOX_REQUIRE_OK(seen);
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::cpu_limit, 1));
-  CAF_CHECK(has_violation(*seen, sandbox::violation_kind::file_size_limit, 2));
+  CAF_CHECK(has_violation_in(*seen, sandbox::violation_kind::cpu_limit, 1));
+  CAF_CHECK(
+    has_violation_in(*seen, sandbox::violation_kind::file_size_limit, 2));
   (void) s->stop();
 }
 
@@ -579,7 +547,7 @@ CAF_TEST(a session without limits gets the node default limits) {
   CAF_CHECK_EQUAL(r.stdout_data.substr(0, 13), "bounded after");
   // The session's first execution.
   CAF_CHECK(
-    has_violation(r.violations, sandbox::violation_kind::process_limit, 1));
+    has_violation_in(r.violations, sandbox::violation_kind::process_limit, 1));
   auto receipt = s->stop();
   SANDBOX_REQUIRE_OK(receipt);
   CAF_CHECK_EQUAL(receipt->survivors, 0u);

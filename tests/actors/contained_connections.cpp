@@ -19,9 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
 #include "helpers/host_listener.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -29,6 +30,7 @@ using sandbox::isolation_mode;
 using sandbox::violation_kind;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
+using sandbox::test::has_violation;
 using sandbox::test::host_can_contain;
 using sandbox::test::host_listener;
 
@@ -66,22 +68,13 @@ void answer(int c) {
   ::close(c);
 }
 
-bool has_violation(const std::vector<sandbox::violation>& all,
-                   violation_kind kind, const std::string& detail) {
-  return std::any_of(all.begin(), all.end(), [&](const auto& v) {
-    return v.kind == kind && v.detail == detail;
-  });
-}
-
 } // namespace
 
 CAF_TEST(connections beyond max connections are reset and reported) {
   if (!host_can_contain())
     return;
   sandbox::test::temp_dir dir;
-  auto rcfg = sandbox::test::node_fixture::config();
-  rcfg.isolation = isolation_mode::contained;
-  sandbox::actors::embedded_node node{rcfg};
+  sandbox::actors::embedded_node node{sandbox::test::contained_config()};
   host_listener dest{16};
   session_config cfg;
   cfg.working_directory = dir.path + "/work";

@@ -12,8 +12,9 @@
 
 #include <fstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
@@ -24,6 +25,7 @@ using sandbox::actors::blocking_files;
 using sandbox::actors::blocking_session;
 using sandbox::actors::files_of;
 using sandbox::actors::session_config;
+using sandbox::test::count_violations;
 using sandbox::test::host_can_contain;
 
 namespace {
@@ -57,14 +59,11 @@ bool mentions(const sandbox::error& e, const std::string& what) {
     }                                                                          \
   } while (false)
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  sandbox::test::outside_dir out;
+struct fixture : sandbox::test::contained_fixture {
   /// The node's key under /tmp (invisible to the session) and one it can
   /// see (covered by an empty mount).
   std::string key;
   std::string visible_key;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
   int homes = 0;
 
   fixture() {
@@ -80,26 +79,22 @@ struct fixture {
     std::ofstream{out.path + "/outside/kept"} << "KEPT";
     ::mkdir((out.path + "/secrets").c_str(), 0755);
     std::ofstream{out.path + "/secrets/s"} << "SECRET";
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
+    auto cfg = sandbox::test::contained_config();
     cfg.isolation_deny = {key, visible_key, out.path + "/secrets"};
     sandbox::actors::node_config ncfg;
     ncfg.base_directory = dir.path + "/base";
-    if (sandbox::host_isolation().missing().empty())
-      node = std::make_unique<sandbox::actors::embedded_node>(cfg, ncfg);
+    start(cfg, ncfg);
+    // Sessions in a new directory under the base directory, that may see
+    // `out` but not change it (outside their view else).
+    work.clear();
+    readable = {out.path};
   }
 
-  /// A contained session in a new directory under the base directory, with
-  /// a home of its own.
+  /// A contained session with a home of its own.
   blocking_session make_session() {
     session_config cfg;
     cfg.home_directory = dir.path + "/home" + std::to_string(++homes);
-    // What the session may see but not change (outside its view else).
-    cfg.allow_read = {out.path};
-    auto s = blocking_session::create(*node, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
+    return contained_fixture::make_session(cfg);
   }
 
   static blocking_files files(blocking_session& s) {
@@ -107,13 +102,6 @@ struct fixture {
     if (!f)
       throw std::runtime_error(f.error().message);
     return std::move(*f);
-  }
-
-  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
-    auto r = s.execute(cmd, {});
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
   }
 
   static std::string wd(blocking_session& s) {
@@ -163,10 +151,8 @@ CAF_TEST(the denied key cannot be read or examined) {
   auto r = run(s, "cat " + visible_key + "; ls " + out.path + "/secrets");
   CAF_CHECK_EQUAL(r.stdout_data, "");
   if (sandbox::host_isolation().read_watch) {
-    size_t reads = 0;
-    for (auto& v : r.violations)
-      reads += v.kind == sandbox::violation_kind::read_denied ? 1 : 0;
-    CAF_CHECK_EQUAL(reads, 2u);
+    CAF_CHECK_EQUAL(
+      count_violations(r.violations, sandbox::violation_kind::read_denied), 2u);
   }
   // A walk that passes the denied directory sees it empty, as the node
   // sees what covers it, and is no violation (only naming it is).

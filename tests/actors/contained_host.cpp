@@ -19,8 +19,9 @@
 #include <set>
 #include <sstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -29,6 +30,7 @@ using sandbox::isolation_mode;
 using sandbox::violation_kind;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
+using sandbox::test::count_violations;
 using sandbox::test::host_can_contain;
 
 namespace {
@@ -41,14 +43,6 @@ const std::string node_only = [] {
   ::setenv(name.c_str(), "node-secret", 1);
   return name;
 }();
-
-size_t count(const std::vector<sandbox::violation>& v, violation_kind kind,
-             const std::string& detail) {
-  size_t n = 0;
-  for (auto& x : v)
-    n += x.kind == kind && x.detail == detail ? 1 : 0;
-  return n;
-}
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -63,36 +57,12 @@ std::string python(const std::string& script, const std::string& args = "") {
   return "python3 - " + args + " <<'EOF'\n" + script + "EOF\n";
 }
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  /// What the session sees but may not change.
-  sandbox::test::outside_dir out;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
-
+struct fixture : sandbox::test::contained_fixture {
   fixture() {
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
-    if (sandbox::host_isolation().missing().empty())
-      node = std::make_unique<sandbox::actors::embedded_node>(cfg);
-  }
-
-  blocking_session make_session(session_config cfg = {}) {
-    cfg.home_directory = dir.path + "/home";
-    cfg.working_directory = out.path + "/wd";
+    start();
     // The rest of `out` is what the session sees but may not change.
-    cfg.allow_read = {out.path};
-    auto s = blocking_session::create(*node, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
-  }
-
-  static sandbox::exec_result run(blocking_session& s, const std::string& cmd,
-                                  const exec_options& opts = {}) {
-    auto r = s.execute(cmd, opts);
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
+    work = out.path + "/wd";
+    readable = {out.path};
   }
 };
 
@@ -160,19 +130,24 @@ CAF_TEST(typing into a terminal is refused and reported) {
   if (out[1] == "no terminal") {
     CAF_MESSAGE("the session's view gives a command no terminal of its own: "
                 "only the refusal on stdin was tried");
-    CAF_CHECK_EQUAL(
-      count(r.violations, violation_kind::syscall_denied, "ioctl TIOCSTI"), 1u);
+    CAF_CHECK_EQUAL(count_violations(r.violations,
+                                     violation_kind::syscall_denied,
+                                     "ioctl TIOCSTI"),
+                    1u);
   } else {
     CAF_CHECK_EQUAL(out[1], "EPERM");
-    CAF_CHECK_EQUAL(
-      count(r.violations, violation_kind::syscall_denied, "ioctl TIOCSTI"), 2u);
+    CAF_CHECK_EQUAL(count_violations(r.violations,
+                                     violation_kind::syscall_denied,
+                                     "ioctl TIOCSTI"),
+                    2u);
   }
   for (auto& v : r.violations)
     CAF_CHECK_EQUAL(v.execution, 1u);
   auto seen = s.violations();
   SANDBOX_REQUIRE_OK(seen);
   CAF_CHECK_GREATER_OR_EQUAL(
-    count(*seen, violation_kind::syscall_denied, "ioctl TIOCSTI"), 1u);
+    count_violations(*seen, violation_kind::syscall_denied, "ioctl TIOCSTI"),
+    1u);
   (void) s.stop();
 }
 
@@ -214,8 +189,9 @@ CAF_TEST(a mount flag change is refused and reported) {
                       "print(r, errno.errorcode.get(ctypes.get_errno()))\n"));
   CAF_CHECK_EQUAL(r.exit_code, 0);
   CAF_CHECK_EQUAL(r.stdout_data, "-1 EPERM\n");
-  CAF_CHECK_EQUAL(
-    count(r.violations, violation_kind::syscall_denied, "mount_setattr"), 1u);
+  CAF_CHECK_EQUAL(count_violations(r.violations, violation_kind::syscall_denied,
+                                   "mount_setattr"),
+                  1u);
   (void) s.stop();
 }
 
@@ -231,8 +207,9 @@ CAF_TEST(an io_uring is refused and reported) {
                       "print(fd, errno.errorcode.get(ctypes.get_errno()))\n"));
   CAF_CHECK_EQUAL(r.exit_code, 0);
   CAF_CHECK_EQUAL(r.stdout_data, "-1 EPERM\n");
-  CAF_CHECK_EQUAL(
-    count(r.violations, violation_kind::syscall_denied, "io_uring_setup"), 1u);
+  CAF_CHECK_EQUAL(count_violations(r.violations, violation_kind::syscall_denied,
+                                   "io_uring_setup"),
+                  1u);
   (void) s.stop();
 }
 

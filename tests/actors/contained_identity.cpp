@@ -18,14 +18,16 @@
 #include <fstream>
 #include <sstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
 using sandbox::isolation_mode;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
+using sandbox::test::has_detail_part;
 using sandbox::test::host_can_contain;
 
 namespace {
@@ -64,37 +66,17 @@ long first_id(const std::string& line) {
   return id;
 }
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  sandbox::test::outside_dir out;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
+struct fixture : sandbox::test::contained_fixture {
   uint32_t base = sandbox::default_session_id_base;
   uint32_t count = sandbox::default_session_id_count;
 
   fixture() {
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
+    auto cfg = sandbox::test::contained_config();
     cfg.isolation_uid_count = sandbox::default_session_id_count;
     base = cfg.isolation_uid_base;
     count = cfg.isolation_uid_count;
-    if (sandbox::host_isolation().missing().empty())
-      node = std::make_unique<sandbox::actors::embedded_node>(cfg);
-  }
-
-  blocking_session make_session(session_config cfg = {}) {
-    cfg.home_directory = dir.path + "/home";
-    cfg.working_directory = dir.path + "/wd";
-    auto s = blocking_session::create(*node, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
-  }
-
-  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
-    auto r = s.execute(cmd, {});
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
+    start(cfg);
+    work = dir.path + "/wd";
   }
 
   /// The host uid of a process of `s` (a spawned one, which ends after).
@@ -121,15 +103,6 @@ struct fixture {
 };
 
 /// What a Python call raised: "ok" or the errno's name.
-/// Whether `r` reports a violation of `kind` whose detail mentions `what`.
-bool has_violation(const sandbox::exec_result& r, sandbox::violation_kind kind,
-                   const std::string& what) {
-  for (auto& v : r.violations)
-    if (v.kind == kind && v.detail.find(what) != std::string::npos)
-      return true;
-  return false;
-}
-
 const char* attempt_py = "import errno,os,sys\n"
                          "def attempt(name, f):\n"
                          "  try:\n"
@@ -272,9 +245,10 @@ CAF_TEST(a read only host path stays read only and is not the session s) {
   CAF_CHECK_EQUAL(r.stdout_data, "mount_setattr EPERM\n"
                                  "chmod EPERM\n"
                                  "65534\n");
+  CAF_CHECK(has_detail_part(
+    r.violations, sandbox::violation_kind::syscall_denied, "mount_setattr"));
   CAF_CHECK(
-    has_violation(r, sandbox::violation_kind::syscall_denied, "mount_setattr"));
-  CAF_CHECK(has_violation(r, sandbox::violation_kind::write_denied, file));
+    has_detail_part(r.violations, sandbox::violation_kind::write_denied, file));
   struct stat after;
   CAF_REQUIRE_EQUAL(::stat(file.c_str(), &after), 0);
   CAF_CHECK_EQUAL(after.st_mode, before.st_mode);
@@ -305,7 +279,8 @@ CAF_TEST(
   // Each refusal is reported.
   for (auto* what :
        {"chmod 4755", "chmod 2755", "security.capability", "open 6755"})
-    CHECK_THAT(has_violation(r, sandbox::violation_kind::syscall_denied, what),
+    CHECK_THAT(has_detail_part(r.violations,
+                               sandbox::violation_kind::syscall_denied, what),
                "no syscall_denied naming " << what);
   CAF_CHECK_NOT_EQUAL(::access(dir.at("wd/made").c_str(), F_OK), 0);
   // On the host: the node's file, without a privilege for whoever runs
@@ -375,8 +350,8 @@ CAF_TEST(a host unix socket sees the session uid and outside ones are refused) {
   auto refused = run(s, connect + outside);
   CAF_CHECK_NOT_EQUAL(refused.exit_code, 0);
   CAF_CHECK(refused.stderr_data.find("PermissionError") != std::string::npos);
-  CAF_CHECK(
-    has_violation(refused, sandbox::violation_kind::connect_denied, outside));
+  CAF_CHECK(has_detail_part(refused.violations,
+                            sandbox::violation_kind::connect_denied, outside));
   auto ok = run(s, connect + "svc.sock");
   CAF_CHECK_EQUAL(ok.exit_code, 0);
   CAF_CHECK(ok.violations.empty());

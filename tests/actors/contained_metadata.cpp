@@ -17,8 +17,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -27,52 +28,27 @@ using sandbox::violation_kind;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
 using sandbox::test::host_can_contain;
+using sandbox::test::reported;
 
 namespace {
-
-bool has(const std::vector<sandbox::violation>& v, violation_kind kind,
-         const std::string& detail) {
-  for (auto& x : v)
-    if (x.kind == kind && x.detail == detail)
-      return true;
-  CAF_MESSAGE("not reported: " << detail);
-  for (auto& x : v)
-    CAF_MESSAGE("  reported: " << sandbox::to_string(x.kind) << " "
-                               << x.detail);
-  return false;
-}
 
 mode_t mode_of(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
 }
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  sandbox::test::outside_dir out;
-  std::string work;
-  std::string outside;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
+struct fixture : sandbox::test::contained_fixture {
+  std::string outside = out.path;
   std::optional<blocking_session> s;
 
   fixture() {
-    work = dir.path + "/work";
-    outside = out.path;
-    if (!sandbox::host_isolation().missing().empty())
+    start();
+    if (!node)
       return;
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
-    node = std::make_unique<sandbox::actors::embedded_node>(cfg);
-    session_config sc;
-    sc.working_directory = work;
-    sc.home_directory = dir.path + "/home";
     // The host file and socket the attacks aim at are in the view
     // (read-only): the refusal is the watch's, not their absence.
-    sc.allow_read = {outside};
-    auto made = blocking_session::create(*node, sc);
-    if (!made)
-      throw std::runtime_error(made.error().message);
-    s.emplace(std::move(*made));
+    readable = {outside};
+    s.emplace(make_session());
   }
 
   ~fixture() {
@@ -102,10 +78,10 @@ CAF_TEST(set - uid and set - gid modes in the working directory are refused) {
   CAF_CHECK_EQUAL(r.stdout_data, "1\n1\n0\n0\n");
   CAF_CHECK_EQUAL(mode_of(work + "/py"), 0755u);
   CAF_CHECK_EQUAL(mode_of(work + "/dir") & 07000, 0u);
-  CAF_CHECK(has(r.violations, violation_kind::syscall_denied,
-                "fchmodat 4755 " + work + "/py"));
-  CAF_CHECK(has(r.violations, violation_kind::syscall_denied,
-                "fchmodat 2755 " + work + "/dir"));
+  CAF_CHECK(reported(r.violations, violation_kind::syscall_denied,
+                     "fchmodat 4755 " + work + "/py"));
+  CAF_CHECK(reported(r.violations, violation_kind::syscall_denied,
+                     "fchmodat 2755 " + work + "/dir"));
   CAF_CHECK_EQUAL(r.violations.size(), 2u);
 }
 
@@ -120,8 +96,8 @@ CAF_TEST(a file capability is refused and reported) {
                "except PermissionError:\n"
                "    print('refused')\"");
   CAF_CHECK_EQUAL(r.stdout_data, "refused\n");
-  CAF_CHECK(has(r.violations, violation_kind::syscall_denied,
-                "setxattr security.capability " + work + "/capbin"));
+  CAF_CHECK(reported(r.violations, violation_kind::syscall_denied,
+                     "setxattr security.capability " + work + "/capbin"));
 }
 
 CAF_TEST(the mode and times of a host file are refused and reported) {
@@ -135,9 +111,9 @@ CAF_TEST(the mode and times of a host file are refused and reported) {
   CAF_CHECK_EQUAL(r.stdout_data, "1\n1\n");
   CAF_CHECK_EQUAL(mode_of(file), 0600u);
   CAF_CHECK(
-    has(r.violations, violation_kind::write_denied, "fchmodat " + file));
+    reported(r.violations, violation_kind::write_denied, "fchmodat " + file));
   CAF_CHECK(
-    has(r.violations, violation_kind::write_denied, "utimensat " + file));
+    reported(r.violations, violation_kind::write_denied, "utimensat " + file));
 }
 
 CAF_TEST(a host unix socket is refused and reported) {
@@ -161,8 +137,8 @@ CAF_TEST(a host unix socket is refused and reported) {
                  "    print('refused')\"");
   ::close(l);
   CAF_CHECK_EQUAL(r.stdout_data, "refused\n");
-  CAF_CHECK(
-    has(r.violations, violation_kind::connect_denied, "connect unix:" + path));
+  CAF_CHECK(reported(r.violations, violation_kind::connect_denied,
+                     "connect unix:" + path));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

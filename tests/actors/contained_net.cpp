@@ -17,8 +17,9 @@
 #include <future>
 #include <thread>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/host_listener.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -27,6 +28,7 @@ using sandbox::isolation_mode;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
 using sandbox::test::host_can_contain;
+using sandbox::test::host_listener;
 
 namespace {
 
@@ -37,26 +39,6 @@ sockaddr_in loopback(uint16_t port) {
   addr.sin_port = htons(port);
   return addr;
 }
-
-/// A listener of the test on the host's 127.0.0.1, on a port the kernel
-/// picks.
-struct host_listener {
-  int fd = -1;
-  uint16_t port = 0;
-  host_listener() {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    auto addr = loopback(0);
-    socklen_t len = sizeof(addr);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0
-        || ::listen(fd, 4) != 0
-        || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error("host listener");
-    port = ntohs(addr.sin_port);
-  }
-  ~host_listener() {
-    ::close(fd);
-  }
-};
 
 /// A connection of the test to 127.0.0.1:`port` of the host; -1 if refused.
 int connect_host(uint16_t port) {
@@ -112,11 +94,10 @@ size_t open_sockets() {
   return n;
 }
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
-
+struct fixture : sandbox::test::contained_fixture {
   fixture() {
+    // A node either way: the refusal of invalid allowlists needs no
+    // containment.
     auto cfg = sandbox::test::node_fixture::config();
     if (sandbox::host_isolation().missing().empty())
       cfg.isolation = isolation_mode::contained;
@@ -125,14 +106,9 @@ struct fixture {
 
   blocking_session make_session(std::vector<std::string> allow = {}) {
     session_config cfg;
-    cfg.working_directory = dir.path + "/work";
-    cfg.home_directory = dir.path + "/home";
     if (!allow.empty())
       cfg.allow_net = std::move(allow);
-    auto s = blocking_session::create(*node, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
+    return contained_fixture::make_session(cfg);
   }
 
   static uint16_t port_of(blocking_session& s) {

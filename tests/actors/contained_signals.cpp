@@ -11,8 +11,9 @@
 
 #include <fstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -20,17 +21,10 @@ using sandbox::isolation_mode;
 using sandbox::violation_kind;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
+using sandbox::test::has_detail_part;
 using sandbox::test::host_can_contain;
 
 namespace {
-
-bool has_detail(const std::vector<sandbox::violation>& v, violation_kind kind,
-                const std::string& part) {
-  for (auto& x : v)
-    if (x.kind == kind && x.detail.find(part) != std::string::npos)
-      return true;
-  return false;
-}
 
 /// Whether this host scopes signals (Landlock ABI 6); says why not.
 bool host_scopes_signals() {
@@ -44,24 +38,13 @@ bool host_scopes_signals() {
   return true;
 }
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
+struct fixture : sandbox::test::contained_fixture {
   std::optional<blocking_session> s;
 
   fixture() {
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
-    if (!sandbox::host_isolation().missing().empty())
-      return;
-    node = std::make_unique<sandbox::actors::embedded_node>(cfg);
-    session_config sc;
-    sc.working_directory = dir.path + "/work";
-    sc.home_directory = dir.path + "/home";
-    auto made = blocking_session::create(*node, sc);
-    if (!made)
-      throw std::runtime_error(made.error().message);
-    s.emplace(std::move(*made));
+    start();
+    if (node)
+      s.emplace(make_session());
   }
 
   ~fixture() {
@@ -70,10 +53,7 @@ struct fixture {
   }
 
   sandbox::exec_result run(const std::string& cmd) {
-    auto r = s->execute(cmd, {});
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
+    return contained_fixture::run(*s, cmd);
   }
 };
 
@@ -90,8 +70,9 @@ CAF_TEST(a process of another execution cannot be stopped and it is reported) {
   auto pid = bg.stdout_data.substr(0, bg.stdout_data.find('\n'));
   auto r = run("kill -STOP " + pid + "; echo $?");
   CAF_CHECK_EQUAL(r.stdout_data, "1\n");
-  CAF_CHECK(has_detail(r.violations, violation_kind::signal_denied,
-                       "kill " + pid + " (not a process of this execution)"));
+  CAF_CHECK(
+    has_detail_part(r.violations, violation_kind::signal_denied,
+                    "kill " + pid + " (not a process of this execution)"));
   // The process still runs, and was not stopped.
   auto state = run("cat /proc/" + pid + "/stat");
   CAF_CHECK(state.stdout_data.find(") S ") != std::string::npos);
@@ -106,8 +87,8 @@ CAF_TEST(the init cannot be signalled and it is reported) {
     return;
   auto r = run("kill -STOP 1; echo $?");
   CAF_CHECK_EQUAL(r.stdout_data, "1\n");
-  CAF_CHECK(has_detail(r.violations, violation_kind::signal_denied,
-                       "kill 1 (not a process of this execution)"));
+  CAF_CHECK(has_detail_part(r.violations, violation_kind::signal_denied,
+                            "kill 1 (not a process of this execution)"));
 }
 
 CAF_TEST(a process stopping every new pid holds no launch) {
@@ -153,8 +134,8 @@ with open('refused', 'w') as f:
   CAF_CHECK_NOT_EQUAL(done.stdout_data, "0");
   auto seen = s->violations();
   SANDBOX_REQUIRE_OK(seen);
-  CAF_CHECK(has_detail(*seen, violation_kind::signal_denied,
-                       "(not a process of this execution)"));
+  CAF_CHECK(has_detail_part(*seen, violation_kind::signal_denied,
+                            "(not a process of this execution)"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -16,7 +16,7 @@
 #include <chrono>
 #include <fstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
@@ -28,35 +28,19 @@ using sandbox::test::host_can_contain;
 
 namespace {
 
-struct fixture {
-  sandbox::test::temp_dir dir;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
-
+struct fixture : sandbox::test::contained_fixture {
   fixture() {
-    if (!sandbox::host_isolation().missing().empty())
-      return;
-    auto cfg = sandbox::test::node_fixture::config();
-    cfg.isolation = isolation_mode::contained;
-    node = std::make_unique<sandbox::actors::embedded_node>(cfg);
+    start();
   }
 
+  /// A session with the working directory `name` and a home beside it.
   blocking_session session(const std::string& name) {
     session_config sc;
     sc.working_directory = dir.path + "/" + name;
     sc.home_directory = dir.path + "/" + name + "-home";
     ::mkdir(sc.working_directory.c_str(), 0755);
     ::mkdir(sc.home_directory.c_str(), 0755);
-    auto made = blocking_session::create(*node, sc);
-    if (!made)
-      throw std::runtime_error(made.error().message);
-    return std::move(*made);
-  }
-
-  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
-    auto r = s.execute(cmd, {});
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
+    return make_session(sc);
   }
 };
 

@@ -15,8 +15,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "fixture.hpp"
+#include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
 
@@ -24,6 +25,7 @@ using sandbox::isolation_mode;
 using sandbox::violation_kind;
 using sandbox::actors::blocking_session;
 using sandbox::actors::session_config;
+using sandbox::test::count_violations;
 using sandbox::test::host_can_contain;
 
 namespace {
@@ -33,44 +35,15 @@ std::string slurp(const std::string& path) {
   return {std::istreambuf_iterator<char>{in}, {}};
 }
 
-size_t count(const std::vector<sandbox::violation>& v, violation_kind kind,
-             const std::string& detail) {
-  size_t n = 0;
-  for (auto& x : v)
-    n += x.kind == kind && x.detail == detail ? 1 : 0;
-  return n;
-}
-
-struct fixture {
-  sandbox::test::temp_dir dir;
-  /// Outside the view unless a test allows it.
-  sandbox::test::outside_dir out;
-  std::unique_ptr<sandbox::actors::embedded_node> node;
+struct fixture : sandbox::test::contained_fixture {
   /// Host paths the node adds to every view (the test's helper programs).
   std::vector<std::string> node_allowed;
 
   fixture() {
-    auto cfg = sandbox::test::node_fixture::config();
+    auto cfg = sandbox::test::contained_config();
     node_allowed = cfg.isolation_allow_read;
-    cfg.isolation = isolation_mode::contained;
-    if (sandbox::host_isolation().missing().empty())
-      node = std::make_unique<sandbox::actors::embedded_node>(cfg);
-  }
-
-  blocking_session make_session(session_config cfg = {}) {
-    cfg.home_directory = dir.path + "/home";
-    cfg.working_directory = dir.path + "/wd";
-    auto s = blocking_session::create(*node, cfg);
-    if (!s)
-      throw std::runtime_error(s.error().message);
-    return std::move(*s);
-  }
-
-  static sandbox::exec_result run(blocking_session& s, const std::string& cmd) {
-    auto r = s.execute(cmd, {});
-    if (!r)
-      throw std::runtime_error(r.error().message);
-    return std::move(*r);
+    start(cfg);
+    work = dir.path + "/wd";
   }
 };
 
@@ -205,8 +178,9 @@ CAF_TEST(allow read and allow write add host paths to the view) {
   auto w = run(s, "echo x > " + out.path + "/ro/f");
   CAF_CHECK_NOT_EQUAL(w.exit_code, 0);
   CAF_CHECK_EQUAL(slurp(out.path + "/ro/f"), "READ-ME");
-  CAF_CHECK_EQUAL(
-    count(w.violations, violation_kind::write_denied, out.path + "/ro/f"), 1u);
+  CAF_CHECK_EQUAL(count_violations(w.violations, violation_kind::write_denied,
+                                   out.path + "/ro/f"),
+                  1u);
   auto h = run(s, "cat " + dir.at("hidden/f"));
   CAF_CHECK_NOT_EQUAL(h.exit_code, 0);
   CAF_CHECK_EQUAL(h.stdout_data, "");

@@ -9,6 +9,7 @@
 
 #include "fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/violations.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/embedded_node.hpp"
 
@@ -259,10 +260,8 @@ CAF_TEST(two contained sessions do not see each other home files) {
   if (host_isolation().read_watch) {
     // Refused (EPERM) and reported, not just empty.
     CAF_CHECK_NOT_EQUAL(peeked->exit_code, 0);
-    bool reported = false;
-    for (auto& v : peeked->violations)
-      reported = reported || v.kind == violation_kind::read_denied;
-    CAF_CHECK(reported);
+    CAF_CHECK(
+      test::has_violation(peeked->violations, violation_kind::read_denied));
   }
   // Nor is it in the shared home of the none sessions.
   struct stat st;
