@@ -66,6 +66,23 @@ struct fixture : sandbox::test::contained_fixture {
   }
 };
 
+/// Runs in a new session of `f` the Python `lines`, which make a system
+/// call through `libc.syscall` and keep its result in `r`, and checks that
+/// the call was refused (EPERM) and reported once, as `name`.
+void check_refused_syscall(fixture& f, const std::string& lines,
+                           const std::string& name) {
+  auto s = f.make_session();
+  auto r = f.run(
+    s, python("import ctypes, errno\n"
+              "libc = ctypes.CDLL(None, use_errno=True)\n"
+              + lines + "print(r, errno.errorcode.get(ctypes.get_errno()))\n"));
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_EQUAL(r.stdout_data, "-1 EPERM\n");
+  CAF_CHECK_EQUAL(
+    count_violations(r.violations, violation_kind::syscall_denied, name), 1u);
+  (void) s.stop();
+}
+
 } // namespace
 
 CAF_TEST_FIXTURE_SCOPE(contained_host_tests, fixture)
@@ -178,39 +195,21 @@ CAF_TEST(a terminal of the host is not in the session view) {
 CAF_TEST(a mount flag change is refused and reported) {
   if (!host_can_contain())
     return;
-  auto s = make_session();
   // mount_setattr(AT_FDCWD, "/usr", 0, {attr_clr = MOUNT_ATTR_RDONLY}):
   // the read-only bind of the view made writable.
-  auto r = run(s,
-               python("import ctypes, errno\n"
-                      "libc = ctypes.CDLL(None, use_errno=True)\n"
-                      "attr = (ctypes.c_uint64 * 4)(0, 1, 0, 0)\n"
-                      "r = libc.syscall(442, -100, b'/usr', 0, attr, 32)\n"
-                      "print(r, errno.errorcode.get(ctypes.get_errno()))\n"));
-  CAF_CHECK_EQUAL(r.exit_code, 0);
-  CAF_CHECK_EQUAL(r.stdout_data, "-1 EPERM\n");
-  CAF_CHECK_EQUAL(count_violations(r.violations, violation_kind::syscall_denied,
-                                   "mount_setattr"),
-                  1u);
-  (void) s.stop();
+  check_refused_syscall(*this,
+                        "attr = (ctypes.c_uint64 * 4)(0, 1, 0, 0)\n"
+                        "r = libc.syscall(442, -100, b'/usr', 0, attr, 32)\n",
+                        "mount_setattr");
 }
 
 CAF_TEST(an io_uring is refused and reported) {
   if (!host_can_contain())
     return;
-  auto s = make_session();
-  auto r = run(s,
-               python("import ctypes, errno\n"
-                      "libc = ctypes.CDLL(None, use_errno=True)\n"
-                      "params = ctypes.create_string_buffer(120)\n"
-                      "fd = libc.syscall(425, 4, params)\n"
-                      "print(fd, errno.errorcode.get(ctypes.get_errno()))\n"));
-  CAF_CHECK_EQUAL(r.exit_code, 0);
-  CAF_CHECK_EQUAL(r.stdout_data, "-1 EPERM\n");
-  CAF_CHECK_EQUAL(count_violations(r.violations, violation_kind::syscall_denied,
-                                   "io_uring_setup"),
-                  1u);
-  (void) s.stop();
+  check_refused_syscall(*this,
+                        "params = ctypes.create_string_buffer(120)\n"
+                        "r = libc.syscall(425, 4, params)\n",
+                        "io_uring_setup");
 }
 
 CAF_TEST(a unix socket bound outside is refused and reported) {
