@@ -161,6 +161,23 @@ bool closed_by_node(int fd) {
   }
 }
 
+/// Connects to `served` and sends nothing: checks that the node drops the
+/// connection at its handshake deadline of 200 ms, counts it, and names the
+/// peer in its warning.
+void check_silent_peer_dropped(const served_node& served,
+                               const captured_log& logged) {
+  auto before = actors::detail::door_counters();
+  int fd = connect_raw(served.port);
+  auto peer = local_name(fd);
+  CAF_CHECK(closed_by_node(fd));
+  ::close(fd);
+  CAF_CHECK_EQUAL(actors::detail::door_counters().late_handshakes
+                    - before.late_handshakes,
+                  1u);
+  CAF_CHECK(logged.has("dropped the connection of " + peer
+                       + ": no handshake within 200 ms"));
+}
+
 /// The peak resident size of this process (VmHWM), in bytes; 0 when
 /// unknown. `reset_peak` starts a new peak at the current size.
 uint64_t peak_resident() {
@@ -322,16 +339,7 @@ CAF_TEST(a connection that never speaks is dropped at its handshake deadline) {
   // A client that connected before the silent peer: its handshake is done,
   // so the deadline does not apply to it.
   auto client = served.connect();
-  auto before = actors::detail::door_counters();
-  int fd = connect_raw(served.port);
-  auto peer = local_name(fd);
-  CAF_CHECK(closed_by_node(fd));
-  ::close(fd);
-  CAF_CHECK_EQUAL(actors::detail::door_counters().late_handshakes
-                    - before.late_handshakes,
-                  1u);
-  CAF_CHECK(logged.has("dropped the connection of " + peer
-                       + ": no handshake within 200 ms"));
+  check_silent_peer_dropped(served, logged);
   // The client's connection, older than the silent one, is still there.
   auto s = served.open_session(*client);
   auto r = s.execute("echo still");
@@ -345,16 +353,7 @@ CAF_TEST(a TLS node drops a connection that never starts TLS) {
   door_config door;
   door.handshake_timeout = 200ms;
   served_node served{{}, {files.node_cert, files.node_key, files.ca}, door};
-  auto before = actors::detail::door_counters();
-  int fd = connect_raw(served.port);
-  auto peer = local_name(fd);
-  CAF_CHECK(closed_by_node(fd));
-  ::close(fd);
-  CAF_CHECK_EQUAL(actors::detail::door_counters().late_handshakes
-                    - before.late_handshakes,
-                  1u);
-  CAF_CHECK(logged.has("dropped the connection of " + peer
-                       + ": no handshake within 200 ms"));
+  check_silent_peer_dropped(served, logged);
 }
 
 CAF_TEST(a TLS node drops a client whose first frame is above the maximum) {
