@@ -97,12 +97,8 @@ CAF_TEST(host secrets and services outside the view cannot be reached) {
   CAF_CHECK_NOT_EQUAL(etc.exit_code, 0);
   CAF_CHECK_EQUAL(etc.stdout_data, "");
   if (sandbox::host_isolation().read_watch) {
-    bool reported = false;
-    for (auto& v : etc.violations)
-      reported = reported
-                 || (v.kind == sandbox::violation_kind::read_denied
-                     && v.detail == "/etc/shadow");
-    CAF_CHECK(reported);
+    CAF_CHECK(sandbox::test::has_violation(
+      etc.violations, sandbox::violation_kind::read_denied, "/etc/shadow"));
   }
   auto sock = run(s, "python3 -c 'import socket,sys; "
                      "socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "
