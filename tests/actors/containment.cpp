@@ -64,6 +64,14 @@ struct mode_fixture {
   explicit mode_fixture(containment_choice choice) {
     auto cfg = sandbox::test::node_fixture::config();
     cfg.containment = choice;
+    // The memory and process limits of contained sessions need the cgroup
+    // mode: forced into the process-group mode, the node gives its
+    // (contained) sessions none, else it refuses to make them
+    // (docs/security.md, "Limits").
+    if (choice == containment_choice::process_group) {
+      cfg.limits.memory = 0;
+      cfg.limits.processes = 0;
+    }
     node = std::make_unique<sandbox::actors::embedded_node>(cfg);
   }
 

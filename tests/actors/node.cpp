@@ -116,9 +116,12 @@ CAF_TEST(S18 home defaults to a private home under TMPDIR) {
   SANDBOX_REQUIRE_OK(s);
   auto info = s->info();
   SANDBOX_REQUIRE_OK(info);
-  CAF_CHECK_EQUAL(info->home_directory, dir.path + "/sandbox-"
-                                          + std::to_string(::geteuid())
-                                          + "/home");
+  auto private_dir = dir.path + "/sandbox-" + std::to_string(::geteuid());
+  // A contained session's default home is its own, below the same private
+  // directory (reliability-2 A4; docs/security.md, "Identity").
+  CAF_CHECK_EQUAL(info->home_directory, test::contained_run()
+                                          ? private_dir + "/homes/" + info->id
+                                          : private_dir + "/home");
   // Without a working directory the session gets its own under the base.
   CAF_CHECK_EQUAL(info->working_directory, dir.path + "/sessions/" + info->id);
 }

@@ -92,6 +92,16 @@ std::vector<pid_t> members(pid_t pgid, const std::string& prefix, int& sleeps) {
   return out;
 }
 
+/// Forces the process-group mode on `cfg`. Its contained sessions then get
+/// no memory or process limit (0): those need the cgroup mode, and a
+/// contained session that would get them is refused there
+/// (docs/security.md, "Limits").
+void force_process_group(runtime_config& cfg) {
+  cfg.containment = containment_choice::process_group;
+  cfg.limits.memory = 0;
+  cfg.limits.processes = 0;
+}
+
 int die_mode(const std::string& dir, bool reap_all, bool process_group,
              bool escape) {
   ::setpgid(0, 0);
@@ -101,7 +111,7 @@ int die_mode(const std::string& dir, bool reap_all, bool process_group,
   cfg.isolation = sandbox::test::suite_isolation();
   cfg.reap_all_orphans = reap_all;
   if (process_group)
-    cfg.containment = containment_choice::process_group;
+    force_process_group(cfg);
   embedded_node node{cfg};
   std::printf("mode %s\n",
               std::string{to_string(node.rt()->containment())}.c_str());
@@ -257,7 +267,7 @@ int host_mode(const std::string& dir, bool process_group) {
     runtime_config cfg;
     cfg.isolation = sandbox::test::suite_isolation();
     if (process_group)
-      cfg.containment = containment_choice::process_group;
+      force_process_group(cfg);
     embedded_node node{cfg};
     std::printf("mode %s\n",
                 std::string{to_string(node.rt()->containment())}.c_str());
