@@ -102,6 +102,11 @@ session_limits::make(const isolation_limits& limits,
     (memory ? out->memory_events_ : out->pids_events_)
       = dir + (memory ? "/memory.oom_control" : "/pids.events");
   }
+  for (auto [path, fd] :
+       {std::pair{&out->memory_events_, &out->memory_events_fd_},
+        std::pair{&out->pids_events_, &out->pids_events_fd_}})
+    if (!path->empty())
+      fd->reset(::open(path->c_str(), O_RDONLY | O_CLOEXEC));
   return out;
 }
 
@@ -109,18 +114,39 @@ session_limits::~session_limits() {
   // Nothing of the session runs any more (the init was reaped): the v1
   // directories are empty.
   join_.clear();
+  memory_events_fd_.reset();
+  pids_events_fd_.reset();
   for (auto it = v1_dirs_.rbegin(); it != v1_dirs_.rend(); ++it)
     if (::rmdir(it->c_str()) != 0 && errno != ENOENT)
       log::logger()->warn("cannot remove cgroup {}: {}", *it,
                           std::strerror(errno));
 }
 
+namespace {
+
+/// The text of a small cgroup file: through `fd` from its start (the file
+/// is made anew for each read), else by `path`; false when neither works.
+bool read_events(const unique_fd& fd, const std::string& path,
+                 std::string& out) {
+  if (!fd)
+    return read_small_file(path, out);
+  char buf[4096];
+  auto n = ::pread(fd.get(), buf, sizeof(buf), 0);
+  if (n < 0)
+    return read_small_file(path, out);
+  out.assign(buf, static_cast<size_t>(n));
+  return true;
+}
+
+} // namespace
+
 session_limits::counters session_limits::read() const {
   counters c;
   std::string text;
-  if (!memory_events_.empty() && read_small_file(memory_events_, text))
+  if (!memory_events_.empty()
+      && read_events(memory_events_fd_, memory_events_, text))
     c.oom_kills = counter_in(text, "oom_kill");
-  if (!pids_events_.empty() && read_small_file(pids_events_, text))
+  if (!pids_events_.empty() && read_events(pids_events_fd_, pids_events_, text))
     c.forks_refused = counter_in(text, "max");
   return c;
 }

@@ -74,6 +74,10 @@ private:
   /// `memory.oom_control`) and the `pids.events`; empty: no such limit.
   std::string memory_events_;
   std::string pids_events_;
+  /// Those files, opened once (`read` runs at every launch and result);
+  /// none where the open failed (the path is read then).
+  unique_fd memory_events_fd_;
+  unique_fd pids_events_fd_;
   std::vector<std::string> v1_dirs_;
   std::vector<unique_fd> join_;
 };
