@@ -4,14 +4,18 @@
 #include <limits.h>
 #include <linux/mount.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "contain/session_init.hpp"
 #include "core/paths.hpp"
+#include "process/child_syscall.hpp"
 
 namespace sandbox::detail {
 
@@ -256,6 +260,135 @@ void plan_view(const containment_spec& spec, view_plan& out, bool own_ids) {
     m.ndirs = out.dirs.back().size();
     out.mounts.push_back(m);
   }
+}
+
+/// Builds the session's root from `mounts` (init_view.hpp) and pivots into
+/// it; the host's tree is gone from the namespace afterwards. -errno with
+/// `stage` set on failure.
+SANDBOX_CHILD_FN long build_view(view_mount* mounts, size_t n, int& stage) {
+  long r = 0;
+  // What the root takes from the host is cloned while the host's tree is
+  // the root, with its attributes set before anything can use it.
+  for (size_t i = 0; i < n; ++i) {
+    auto& m = mounts[i];
+    if (m.kind != view_mount::bind || m.source == nullptr || m.tree >= 0)
+      continue;
+    r = child_sys(SYS_open_tree, AT_FDCWD, reinterpret_cast<long>(m.source),
+                  OPEN_TREE_CLONE | O_CLOEXEC
+                    | (m.recursive ? AT_RECURSIVE : 0));
+    if (r < 0) {
+      stage = init_open_tree;
+      return r;
+    }
+    m.tree = static_cast<int>(r);
+    struct mount_attr attr;
+    for (size_t j = 0; j < sizeof(attr); ++j)
+      reinterpret_cast<volatile char*>(&attr)[j] = 0;
+    attr.attr_set = m.attr;
+    r = child_sys(SYS_mount_setattr, m.tree, reinterpret_cast<long>(""),
+                  AT_EMPTY_PATH | (m.recursive ? AT_RECURSIVE : 0),
+                  reinterpret_cast<long>(&attr), sizeof(attr));
+    if (r < 0) {
+      stage = init_attr;
+      return r;
+    }
+  }
+  // The new root is staged on /tmp (everything of the host's /tmp it needs
+  // was cloned above) and built relative to it.
+  if ((r = child_sys(SYS_mount, reinterpret_cast<long>("tmpfs"),
+                     reinterpret_cast<long>("/tmp"),
+                     reinterpret_cast<long>("tmpfs"), MS_NOSUID | MS_NODEV,
+                     reinterpret_cast<long>("mode=0755,size=64k")))
+        < 0
+      || (r = child_sys(SYS_chdir, reinterpret_cast<long>("/tmp"))) < 0) {
+    stage = init_root;
+    return r;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    auto& m = mounts[i];
+    auto target = reinterpret_cast<long>(m.target);
+    stage = init_mkdir;
+    // What exists already (a directory of a read-only bind) is not made
+    // again: making it would fail with EROFS there.
+    struct stat st;
+    for (size_t j = 0; j < m.ndirs; ++j) {
+      if (child_sys(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(m.dirs[j]),
+                    reinterpret_cast<long>(&st), 0)
+          == 0)
+        continue;
+      r = child_sys(SYS_mkdirat, AT_FDCWD, reinterpret_cast<long>(m.dirs[j]),
+                    0755);
+      if (r < 0 && r != -EEXIST)
+        return r;
+    }
+    if (m.file
+        && child_sys(SYS_newfstatat, AT_FDCWD, target,
+                     reinterpret_cast<long>(&st), AT_SYMLINK_NOFOLLOW)
+             != 0) {
+      r = child_sys(SYS_openat, AT_FDCWD, target,
+                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (r < 0)
+        return r;
+      child_sys(SYS_close, r);
+    }
+    switch (m.kind) {
+      case view_mount::bind:
+        stage = init_move_mount;
+        r = child_sys(SYS_move_mount, m.tree, reinterpret_cast<long>(""),
+                      AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+        break;
+      case view_mount::tmpfs:
+        stage = init_tmpfs;
+        r = child_sys(SYS_mount, reinterpret_cast<long>("tmpfs"), target,
+                      reinterpret_cast<long>("tmpfs"), MS_NOSUID | MS_NODEV,
+                      reinterpret_cast<long>(m.data));
+        break;
+      case view_mount::proc:
+        // Made while the host's /proc is still in the namespace: the
+        // kernel lets a user namespace mount proc only where a full one
+        // is visible.
+        stage = init_proc;
+        r = child_sys(SYS_mount, reinterpret_cast<long>("proc"), target,
+                      reinterpret_cast<long>("proc"),
+                      MS_NOSUID | MS_NODEV | MS_NOEXEC, 0);
+        break;
+      case view_mount::devpts:
+        // A devpts instance of its own: the host's terminals (the one
+        // the CLI runs in) are not in the view, and /dev/ptmx (a link to
+        // pts/ptmx) makes terminals of this instance only. Not `nodev`:
+        // its nodes are the terminals.
+        stage = init_devpts;
+        r = child_sys(SYS_mount, reinterpret_cast<long>("devpts"), target,
+                      reinterpret_cast<long>("devpts"), MS_NOSUID | MS_NOEXEC,
+                      reinterpret_cast<long>("newinstance,ptmxmode=0666,"
+                                             "mode=0620"));
+        break;
+      case view_mount::symlink:
+        stage = init_symlink;
+        r = child_sys(SYS_symlinkat, reinterpret_cast<long>(m.data), AT_FDCWD,
+                      target);
+        break;
+    }
+    if (r < 0)
+      return r;
+  }
+  // pivot_root(".", "."): the old root lands on top of the new one and is
+  // detached from there; nothing of the host's tree stays reachable.
+  stage = init_pivot;
+  if ((r = child_sys(SYS_pivot_root, reinterpret_cast<long>("."),
+                     reinterpret_cast<long>(".")))
+        < 0
+      || (r = child_sys(SYS_umount2, reinterpret_cast<long>("."), MNT_DETACH))
+           < 0
+      || (r = child_sys(SYS_chdir, reinterpret_cast<long>("/"))) < 0)
+    return r;
+  stage = init_root;
+  r = child_sys(SYS_mount, 0, reinterpret_cast<long>("/"), 0,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, 0);
+  if (r < 0)
+    return r;
+  stage = init_ok;
+  return 0;
 }
 
 } // namespace sandbox::detail

@@ -4,8 +4,8 @@
 // contained command sees"): a root of its own that starts empty and gets
 // the system's read-only directories, the session's own directories, a
 // private /tmp and /dev/shm, a minimal /dev and its own /proc. Planned here
-// by the node; built by the session's init (session_init.cpp) with system
-// calls only.
+// by the node (`plan_view`); built by the session's init with system
+// calls only (`build_view`, called from session_init.cpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -79,5 +79,11 @@ const std::vector<std::string>& etc_secrets();
 /// it.
 void plan_view(const containment_spec& spec, view_plan& out,
                bool own_ids = false);
+
+/// Builds the session's root from `mounts` and pivots into it, in the
+/// session's init before its exec (system calls only); the host's tree is
+/// gone from the namespace afterwards. -errno with `stage` (`init_stage`,
+/// session_init.hpp) set on failure.
+long build_view(view_mount* mounts, size_t n, int& stage);
 
 } // namespace sandbox::detail

@@ -13,6 +13,32 @@
 
 namespace sandbox::detail {
 
+/// Where the set-up of a session's init failed (`init_stage_name`).
+enum init_stage : int {
+  init_ok = 0,
+  init_deathsig,
+  init_sync,
+  init_ids,
+  init_setgroups,
+  init_uid_map,
+  init_gid_map,
+  init_private,
+  init_open_tree,
+  init_attr,
+  init_root,
+  init_mkdir,
+  init_move_mount,
+  init_tmpfs,
+  init_symlink,
+  init_proc,
+  init_devpts,
+  init_pivot,
+  init_loopback,
+  init_hostname,
+  init_stdio,
+  init_exec,
+};
+
 class id_lease;
 
 /// A session's init, running.
