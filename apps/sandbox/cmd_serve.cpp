@@ -105,18 +105,16 @@ int serve(const global_options& g, const serve_flags& f) {
     rcfg.limits = *g.limits;
   if (!f.session_ids.empty()) {
     auto colon = f.session_ids.find(':');
+    if (colon == std::string::npos)
+      return usage_error(g, fmt::format("--session-ids expects BASE:COUNT, "
+                                        "got \"{}\"",
+                                        f.session_ids));
     auto base = parse_integer("--session-ids", f.session_ids.substr(0, colon),
                               1, UINT32_MAX - 2);
     if (!base)
       return usage_error(g, base.error().message);
-    auto count
-      = colon == std::string::npos
-          ? result<uint64_t>{error{errc::invalid_argument,
-                                   fmt::format("--session-ids expects "
-                                               "BASE:COUNT, got \"{}\"",
-                                               f.session_ids)}}
-          : parse_integer("--session-ids", f.session_ids.substr(colon + 1), 0,
-                          UINT32_MAX - 1 - *base);
+    auto count = parse_integer("--session-ids", f.session_ids.substr(colon + 1),
+                               0, UINT32_MAX - 1 - *base);
     if (!count)
       return usage_error(g, count.error().message);
     rcfg.isolation_uid_base = static_cast<uint32_t>(*base);

@@ -69,6 +69,16 @@ CAF_TEST(serve refuses an allow uid that is not a number) {
   CAF_CHECK(r.out.find("listening") == std::string::npos);
 }
 
+CAF_TEST(serve refuses a session id range it cannot use and names it) {
+  for (auto* bad : {"5", "x:1", "0:1", "4294967290:100"}) {
+    auto r = run(args{"serve", "--port", "0", "--session-ids", bad});
+    CAF_CHECK(r.exited);
+    CAF_CHECK_EQUAL(r.status, 2);
+    CAF_CHECK(contains(r.err, "--session-ids"));
+    CAF_CHECK(r.out.find("listening") == std::string::npos);
+  }
+}
+
 CAF_TEST(a TLS client gets session_not_found for the session of another) {
   tls_files files;
   auto second = files.add_client("second", "second client");
