@@ -115,9 +115,7 @@ int stream_and_exit(
     // What a contained session refused or which limit it hit goes to our
     // stderr after the command's own output.
     for (auto& v : r->violations)
-      std::fprintf(stderr, "sandbox: %s: %s%s\n",
-                   std::string{to_string(v.kind)}.c_str(), v.detail.c_str(),
-                   v.kind == r->ended_by ? " (ended the command)" : "");
+      std::fprintf(stderr, "sandbox: %s\n", describe(v, r->ended_by).c_str());
   }
   return r->exit_code;
 }

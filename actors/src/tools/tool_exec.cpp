@@ -109,9 +109,8 @@ tool_result to_tool_result(const result<exec_result>& r,
   // What a contained session refused, and the limit that ended the
   // command (docs/security.md), as the CLI shows them.
   for (auto& v : r->violations)
-    res.text += fmt::format(
-      "[sandbox: {}: {}{}]\n", to_string(v.kind), to_valid_utf8(v.detail),
-      v.kind == r->ended_by ? " (ended the command)" : "");
+    res.text += fmt::format("[sandbox: {}]\n",
+                            to_valid_utf8(describe(v, r->ended_by)));
   if (r->violations_dropped > 0)
     res.text += fmt::format("[sandbox: {} more refusals not listed]\n",
                             r->violations_dropped);

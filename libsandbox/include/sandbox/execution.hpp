@@ -112,6 +112,11 @@ struct violation {
   std::string detail;
 };
 
+/// `v` as one line of text, without a newline: `write_denied: /etc/x`, with
+/// ` (ended the command)` when its kind is `ended_by`, the limit that ended
+/// the execution. The CLI and the agent tools show violations so.
+std::string describe(const violation& v, violation_kind ended_by);
+
 /// Default cap on the retained stdout and stderr of one result (§9).
 constexpr uint64_t default_output_cap = 16u << 20;
 

@@ -52,6 +52,11 @@ std::string_view to_string(violation_kind x) noexcept {
   return "unknown";
 }
 
+std::string describe(const violation& v, violation_kind ended_by) {
+  return fmt::format("{}: {}{}", to_string(v.kind), v.detail,
+                     v.kind == ended_by ? " (ended the command)" : "");
+}
+
 std::string code_runner_script(std::string_view interpreter) {
   return fmt::format(
     "set -f; IFS=:; "
