@@ -270,9 +270,8 @@ result<launched_child> launch_contained(const launch_spec& spec,
   // The watch refuses set-id modes and mount_setattr itself, and reports
   // them (an ERRNO program would win over its notifications and hide
   // them): the privilege program stands in only where there is no watch.
-  if (c.watch_filter == nullptr)
-    plan.privilege_filter = privilege_filter();
-  if (c.watch_filter == nullptr && plan.privilege_filter == nullptr)
+  if (c.watch_filter == nullptr
+      && (plan.privilege_filter = privilege_filter()) == nullptr)
     return error{errc::unsupported,
                  fmt::format("cannot start {} in its contained session: the "
                              "seccomp program against set-uid bits cannot be "
