@@ -93,7 +93,11 @@ session_limits::make(const isolation_limits& limits,
       return error{errc::io_error,
                    fmt::format("cannot write {} to {}: {}", value, file,
                                std::strerror(errno))};
-    auto procs = dir + "/cgroup.procs";
+    // `tasks`, not `cgroup.procs`: the joining child is a process of one
+    // thread, and the kernel moves a thread that writes "0" to `tasks`
+    // without the global write lock a process move takes (which waits for
+    // an RCU grace period and stalls every fork on the machine meanwhile).
+    auto procs = dir + "/tasks";
     unique_fd join{::open(procs.c_str(), O_WRONLY | O_CLOEXEC)};
     if (!join)
       return error{errc::io_error, fmt::format("cannot open {}: {}", procs,
