@@ -3,9 +3,10 @@
 //
 // Exec: `execute("true")` in a loop on N threads (N = 1, 8), one session
 // each, as scenario 1, in contained sessions and in none sessions. Each
-// level runs in rounds (none, then contained, twice); a mode's rate is its
-// operations over its time in all rounds, so a burst of load from elsewhere
-// weighs on both.
+// level runs in short rounds, the two modes in turn (none first in even
+// rounds, contained first in odd ones); a mode's rate is its operations
+// over its time in all rounds, so a burst of load from elsewhere, or a
+// drift of the machine's speed, weighs on both.
 // Session: create a session, run its first `execute("true")` (a contained
 // session starts its init, namespaces and Landlock ruleset there) and stop
 // it; none and contained alternate, one session at a time, so nothing
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -44,7 +46,7 @@ make_isolated(actors::embedded_node& node, const options& opt,
 /// execution, which starts a contained session's init, is in the warm-up).
 load_result exec_phase(actors::embedded_node& node, const options& opt,
                        isolation_mode mode, size_t c, size_t round,
-                       double warmup) {
+                       size_t rounds, double warmup) {
   std::vector<actors::blocking_session> sessions;
   for (size_t i = 0; i < c; ++i)
     sessions.push_back(make_isolated(node, opt,
@@ -58,7 +60,7 @@ load_result exec_phase(actors::embedded_node& node, const options& opt,
     });
   };
   run(warmup, false);
-  auto out = run(opt.phase_seconds / 2, c == 1);
+  auto out = run(opt.phase_seconds / static_cast<double>(rounds), c == 1);
   for (auto& s : sessions)
     stop_session(s);
   return out;
@@ -129,7 +131,7 @@ std::vector<row> run_contained(const options& opt) {
     return skipped(missing);
   }
   const std::vector<size_t> levels{1, 8};
-  const size_t rounds = 2;
+  const size_t rounds = opt.quick ? 2 : 6;
   const double warmup = opt.quick ? 0.1 : 0.3;
   const size_t n_sessions = opt.quick ? 30 : 50;
   std::vector<load_result> none(levels.size());
@@ -140,10 +142,13 @@ std::vector<row> run_contained(const options& opt) {
     actors::embedded_node node{node_config(opt)};
     for (size_t l = 0; l < levels.size(); ++l)
       for (size_t round = 0; round < rounds; ++round) {
-        merge(none[l], exec_phase(node, opt, isolation_mode::none, levels[l],
-                                  round, warmup));
-        merge(contained[l], exec_phase(node, opt, isolation_mode::contained,
-                                       levels[l], round, warmup));
+        for (auto mode : round % 2 == 0
+                           ? std::array{isolation_mode::none,
+                                        isolation_mode::contained}
+                           : std::array{isolation_mode::contained,
+                                        isolation_mode::none})
+          merge(mode == isolation_mode::none ? none[l] : contained[l],
+                exec_phase(node, opt, mode, levels[l], round, rounds, warmup));
       }
     // A warm-up pair, not counted (the first contained session of a node
     // also pays for lazily made node-wide state).
