@@ -140,6 +140,93 @@ struct mounted_child {
   }
 };
 
+/// A process in a PID namespace of its own (the PID 1 there, as a
+/// session's init is), made by an intermediate child. Each time the test
+/// writes a byte it opens `path` read-only, itself, but in round 1 from a
+/// child in a PID namespace nested in its own, and answers the errno (0:
+/// it opened). It ends when the test closes its end.
+struct pid_ns_child {
+  pid_t pid = -1;
+  int ask = -1;
+  int answer = -1;
+
+  explicit pid_ns_child(const std::string& path) {
+    int to_child[2];
+    int from_child[2];
+    CAF_REQUIRE_EQUAL(::pipe2(to_child, O_CLOEXEC), 0);
+    CAF_REQUIRE_EQUAL(::pipe2(from_child, O_CLOEXEC), 0);
+    const char* file = path.c_str();
+    // Only system calls between fork and exit: the test has other threads.
+    auto opened_in_new_ns = [file] {
+      if (::unshare(CLONE_NEWPID) != 0)
+        return -1;
+      pid_t p = ::fork();
+      if (p == 0) {
+        int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+        ::_exit(fd >= 0 ? 0 : errno);
+      }
+      int status = 0;
+      ::waitpid(p, &status, 0);
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    };
+    pid_t middle = ::fork();
+    if (middle == 0) {
+      ::close(to_child[1]);
+      ::close(from_child[0]);
+      if (::unshare(CLONE_NEWPID) != 0)
+        ::_exit(1);
+      pid_t inner = ::fork();
+      if (inner == 0) {
+        char c;
+        for (int round = 0; ::read(to_child[0], &c, 1) == 1; ++round) {
+          int err = 0;
+          if (round != 1) {
+            int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+            err = fd >= 0 ? 0 : errno;
+          } else {
+            err = opened_in_new_ns();
+          }
+          if (::write(from_child[1], &err, sizeof(err)) != sizeof(err))
+            ::_exit(2);
+        }
+        ::_exit(0);
+      }
+      // The inner pid, as the test sees it, then done.
+      if (::write(from_child[1], &inner, sizeof(inner)) != sizeof(inner))
+        ::_exit(3);
+      ::_exit(0);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    ask = to_child[1];
+    answer = from_child[0];
+    CAF_REQUIRE_EQUAL(::read(answer, &pid, sizeof(pid)),
+                      static_cast<ssize_t>(sizeof(pid)));
+    int status = 0;
+    ::waitpid(middle, &status, 0);
+  }
+
+  /// The errno of the next round; -1 when the child ended instead.
+  int next() {
+    char c = 'x';
+    int err = -1;
+    if (::write(ask, &c, 1) != 1
+        || ::read(answer, &err, sizeof(err)) != sizeof(err))
+      return -1;
+    return err;
+  }
+
+  /// Returns once the child has ended: it holds the only other end of
+  /// `answer`, which reads end-of-file then.
+  ~pid_ns_child() {
+    ::close(ask);
+    char buf[16];
+    while (::read(answer, buf, sizeof(buf)) > 0)
+      ;
+    ::close(answer);
+  }
+};
+
 /// How many descriptors of this process's (shared) table are `device`.
 size_t open_devices(const std::string& device) {
   size_t n = 0;
@@ -176,6 +263,9 @@ CAF_TEST(an open of a placeholder is refused and reported) {
   auto cover = (*guard)->make_cover(
     dir.path, {key, dir.at("secrets"), dir.at("none")}, collect());
   SANDBOX_REQUIRE_OK(cover);
+  // A file's placeholder is shared: its opens go to the cover bound to the
+  // opener's PID namespace, here the test's own.
+  (*cover)->bind(::getpid());
   CAF_CHECK((*cover)->mounts().empty());
   auto& ph = (*cover)->placeholders();
   // A missing path gets no placeholder.
@@ -215,36 +305,68 @@ CAF_TEST(an open of a placeholder is refused and reported) {
   std::string content;
   in >> content;
   CAF_CHECK_EQUAL(content, "SECRET");
-  // The placeholders go with their cover, and with them every report.
-  auto placeholder = ph.at(key);
+  // A directory's placeholder goes with its cover, and every report with
+  // it; a file's stays with the guard (for the other sessions), still
+  // refused, until the guard ends.
+  auto file_placeholder = ph.at(key);
+  auto dir_placeholder = ph.at(dir.at("secrets"));
   cover->reset();
-  CAF_CHECK_NOT_EQUAL(::access(placeholder.c_str(), F_OK), 0);
+  CAF_CHECK_NOT_EQUAL(::access(dir_placeholder.c_str(), F_OK), 0);
+  CAF_CHECK_EQUAL(open_in_child(file_placeholder, O_RDONLY).first, EPERM);
   CAF_CHECK_EQUAL(reports().size(), 2u);
+  guard->reset();
+  CAF_CHECK_NOT_EQUAL(::access(file_placeholder.c_str(), F_OK), 0);
 }
 
-CAF_TEST(two covers report to their own callbacks) {
+CAF_TEST(two covers share a file placeholder and report by PID namespace) {
   if (!guard_available())
     return;
   auto key = dir.at("key.pem");
   std::ofstream{key} << "SECRET";
   auto guard = read_guard::start(r);
   SANDBOX_REQUIRE_OK(guard);
-  std::vector<std::string> other;
+  std::vector<denied_read> other;
   std::mutex other_mtx;
   auto a = (*guard)->make_cover(dir.path, {key}, collect());
   auto b = (*guard)->make_cover(dir.path, {key}, [&](denied_read d) {
     std::lock_guard<std::mutex> lock{other_mtx};
-    other.push_back(d.path);
+    other.push_back(std::move(d));
   });
   SANDBOX_REQUIRE_OK(a);
   SANDBOX_REQUIRE_OK(b);
-  CAF_CHECK_NOT_EQUAL((*a)->placeholders().at(key),
-                      (*b)->placeholders().at(key));
-  CAF_CHECK_EQUAL(open_in_child((*b)->placeholders().at(key), O_RDONLY).first,
-                  EPERM);
-  CAF_CHECK(reports().empty());
+  auto ph = (*a)->placeholders().at(key);
+  CAF_CHECK_EQUAL((*b)->placeholders().at(key), ph);
+  // Each session: a PID namespace of its own.
+  pid_ns_child session_a{ph};
+  pid_ns_child session_b{ph};
+  (*a)->bind(session_a.pid);
+  (*b)->bind(session_b.pid);
+  // An open in `b`'s namespace, then in one nested in it, go to `b`.
+  CAF_CHECK_EQUAL(session_b.next(), EPERM);
+  CAF_CHECK_EQUAL(session_b.next(), EPERM);
+  // An open in `a`'s namespace goes to `a`.
+  CAF_CHECK_EQUAL(session_a.next(), EPERM);
+  auto seen = reports();
+  CAF_REQUIRE_EQUAL(seen.size(), 1u);
+  CAF_CHECK_EQUAL(seen[0].pid, session_a.pid);
+  CAF_CHECK_EQUAL(seen[0].path, key);
+  {
+    std::lock_guard<std::mutex> lock{other_mtx};
+    CAF_REQUIRE_EQUAL(other.size(), 2u);
+    CAF_CHECK_EQUAL(other[0].pid, session_b.pid);
+    CAF_CHECK_EQUAL(other[0].path, key);
+    CAF_CHECK_NOT_EQUAL(other[1].pid, session_b.pid);
+  }
+  // Outside every bound namespace (the node's own): refused, unreported.
+  CAF_CHECK_EQUAL(open_in_child(ph, O_RDONLY).first, EPERM);
+  // Once `b` ends, its namespace's opens are refused and reported to
+  // nobody; `a` still gets its own.
+  b->reset();
+  CAF_CHECK_EQUAL(session_b.next(), EPERM);
+  CAF_CHECK_EQUAL(session_a.next(), EPERM);
+  CAF_CHECK_EQUAL(reports().size(), 2u);
   std::lock_guard<std::mutex> lock{other_mtx};
-  CAF_CHECK_EQUAL(other.size(), 1u);
+  CAF_CHECK_EQUAL(other.size(), 2u);
 }
 
 CAF_TEST(a name looked up below a denied directory is refused and reported) {

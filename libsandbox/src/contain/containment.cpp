@@ -217,6 +217,8 @@ result<void> containment::start() {
   }
   (*s)->reap_on(reactor_);
   session_ = std::move(*s);
+  if (cover_)
+    cover_->bind(session_->init_pid());
   if (auto ok = start_network(); !ok) {
     for (auto& f : outbound_)
       f->stop();

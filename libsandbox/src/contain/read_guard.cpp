@@ -1,7 +1,9 @@
 #include "sandbox/contain/read_guard.hpp"
 
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +114,11 @@ read_guard::~read_guard() {
     boost::system::error_code ec;
     w->fd.close(ec);
   });
+  // No session is left to mount the shared placeholders.
+  if (!shared_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(shared_dir_, ec);
+  }
 }
 
 void read_guard::on_open(int fd, pid_t pid) {
@@ -128,7 +135,65 @@ void read_guard::on_open(int fd, pid_t pid) {
     path = i->second.path;
     report = i->second.report;
   }
-  (*report)(denied_read{pid, process_group_of(pid), std::move(path)});
+  if (!report)
+    report = session_of(pid);
+  if (report)
+    (*report)(denied_read{pid, process_group_of(pid), std::move(path)});
+}
+
+std::shared_ptr<std::function<void(denied_read)>>
+read_guard::session_of(pid_t pid) {
+  // The process waits for our answer: its /proc entry stays. A command
+  // may make PID namespaces of its own (nested, at most 32 deep): their
+  // parents lead to the session's.
+  unique_fd ns{
+    ::open(fmt::format("/proc/{}/ns/pid", pid).c_str(), O_RDONLY | O_CLOEXEC)};
+  for (int depth = 0; ns && depth <= 32; ++depth) {
+    struct stat st;
+    if (::fstat(ns.get(), &st) != 0)
+      break;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (auto i = sessions_.find(st.st_ino); i != sessions_.end())
+        return i->second.lock();
+    }
+    ns.reset(::ioctl(ns.get(), NS_GET_PARENT));
+  }
+  return nullptr;
+}
+
+result<std::string> read_guard::shared_file(const std::string& parent,
+                                            const std::string& path) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (auto i = shared_.find(path); i != shared_.end())
+    return i->second;
+  if (shared_dir_.empty()) {
+    auto templ = parent + "/sandbox-deny-shared-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr)
+      return error{errc::io_error,
+                   fmt::format("cannot make a directory in {}: {}", parent,
+                               std::strerror(errno))};
+    shared_dir_ = buf.data();
+  }
+  auto ph = fmt::format("{}/f{}", shared_dir_, shared_.size());
+  struct stat pst;
+  if (::close(::open(ph.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+                     0444))
+        != 0
+      || ::stat(ph.c_str(), &pst) != 0)
+    return error{errc::io_error,
+                 fmt::format("cannot make {}: {}", ph, std::strerror(errno))};
+  // Known before it is marked: no open of it goes unexplained.
+  entries_[{pst.st_dev, pst.st_ino}] = entry{path, nullptr};
+  if (::fanotify_mark(group_, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD,
+                      ph.c_str())
+      != 0)
+    return error{errc::unsupported, fmt::format("fanotify_mark {}: {}", ph,
+                                                std::strerror(errno))};
+  shared_.emplace(path, ph);
+  return ph;
 }
 
 void read_guard::forget(const cover& c) {
@@ -139,6 +204,19 @@ void read_guard::forget(const cover& c) {
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto& k : c.keys_)
     entries_.erase(k);
+  if (auto i = c.pid_ns_ != 0 ? sessions_.find(c.pid_ns_) : sessions_.end();
+      i != sessions_.end() && i->second.lock() == c.report_)
+    sessions_.erase(i);
+}
+
+void read_guard::cover::bind(pid_t init) {
+  auto g = guard_.lock();
+  struct stat st;
+  if (!g || ::stat(fmt::format("/proc/{}/ns/pid", init).c_str(), &st) != 0)
+    return;
+  pid_ns_ = st.st_ino;
+  std::lock_guard<std::mutex> guard{g->mtx_};
+  g->sessions_[pid_ns_] = report_;
 }
 
 result<std::unique_ptr<read_guard::cover>>
@@ -148,15 +226,7 @@ read_guard::make_cover(const std::string& parent,
                        const std::vector<std::string>& keep) {
   std::unique_ptr<cover> c{new cover};
   c->guard_ = weak_from_this();
-  auto templ = parent + "/sandbox-deny-XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr)
-    return error{errc::io_error, fmt::format("cannot make a directory in {}: "
-                                             "{}",
-                                             parent, std::strerror(errno))};
-  c->directory_ = buf.data();
-  auto shared_report
+  c->report_
     = std::make_shared<std::function<void(denied_read)>>(std::move(report));
   size_t n = 0;
   for (auto& path : deny) {
@@ -166,7 +236,7 @@ read_guard::make_cover(const std::string& parent,
       continue;
     bool dir = S_ISDIR(st.st_mode);
     if (dir && lookups_) {
-      auto d = lookups_->make(path, keep, shared_report);
+      auto d = lookups_->make(path, keep, c->report_);
       if (!d)
         return d.error();
       c->served_.push_back(d->id);
@@ -174,28 +244,40 @@ read_guard::make_cover(const std::string& parent,
       c->mount_fds_.push_back(std::move(d->mount));
       continue;
     }
-    auto ph = fmt::format("{}/{}{}", c->directory_, dir ? 'd' : 'f', n++);
-    int made = dir
-                 ? ::mkdir(ph.c_str(), 0755)
-                 : ::close(::open(
-                   ph.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444));
+    if (!dir) {
+      auto ph = shared_file(parent, path);
+      if (!ph)
+        return ph.error();
+      c->placeholders_.emplace(path, std::move(*ph));
+      continue;
+    }
+    if (c->directory_.empty()) {
+      auto templ = parent + "/sandbox-deny-XXXXXX";
+      std::vector<char> buf(templ.begin(), templ.end());
+      buf.push_back('\0');
+      if (::mkdtemp(buf.data()) == nullptr)
+        return error{errc::io_error,
+                     fmt::format("cannot make a directory in {}: {}", parent,
+                                 std::strerror(errno))};
+      c->directory_ = buf.data();
+    }
+    auto ph = fmt::format("{}/d{}", c->directory_, n++);
     struct stat pst;
-    if (made != 0 || ::stat(ph.c_str(), &pst) != 0)
+    if (::mkdir(ph.c_str(), 0755) != 0 || ::stat(ph.c_str(), &pst) != 0)
       return error{errc::io_error,
                    fmt::format("cannot make {}: {}", ph, std::strerror(errno))};
     // Registered before it is marked: no open of it goes unexplained.
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      entries_[{pst.st_dev, pst.st_ino}] = entry{path, shared_report};
+      entries_[{pst.st_dev, pst.st_ino}] = entry{path, c->report_};
     }
     c->keys_.emplace_back(pst.st_dev, pst.st_ino);
-    if (::fanotify_mark(group_, FAN_MARK_ADD,
-                        FAN_OPEN_PERM | (dir ? FAN_ONDIR : 0), AT_FDCWD,
-                        ph.c_str())
+    if (::fanotify_mark(group_, FAN_MARK_ADD, FAN_OPEN_PERM | FAN_ONDIR,
+                        AT_FDCWD, ph.c_str())
         != 0)
       return error{errc::unsupported, fmt::format("fanotify_mark {}: {}", ph,
                                                   std::strerror(errno))};
-    c->marked_.emplace_back(ph, dir);
+    c->marked_.emplace_back(ph, true);
     c->placeholders_.emplace(path, std::move(ph));
   }
   return c;
@@ -210,8 +292,10 @@ read_guard::cover::~cover() {
   }
   // Directories made inside a placeholder directory (mount points of what
   // stays reachable there) go with it.
-  std::error_code ec;
-  std::filesystem::remove_all(directory_, ec);
+  if (!directory_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(directory_, ec);
+  }
 }
 
 } // namespace sandbox

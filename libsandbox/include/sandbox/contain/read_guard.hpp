@@ -65,6 +65,12 @@ public:
       return mounts_;
     }
 
+    /// Names the session whose opens of the node's shared placeholders
+    /// (those of denied files) this cover reports: the one whose PID
+    /// namespace is that of `init` (its PID 1), or one nested in it. Until
+    /// then, such opens are refused unreported.
+    void bind(pid_t init);
+
   private:
     friend class read_guard;
     cover() = default;
@@ -78,6 +84,10 @@ public:
     std::vector<std::pair<dev_t, ino_t>> keys_;
     /// Each marked placeholder and whether it is a directory.
     std::vector<std::pair<std::string, bool>> marked_;
+    /// The report of opens of shared placeholders, and the PID namespace
+    /// (inode) it was bound to; 0: not bound.
+    std::shared_ptr<std::function<void(denied_read)>> report_;
+    ino_t pid_ns_ = 0;
   };
 
   /// Whether this process can hold a guard (probed once; thread-safe).
@@ -99,13 +109,17 @@ public:
   read_guard(const read_guard&) = delete;
   read_guard& operator=(const read_guard&) = delete;
 
-  /// A private directory below `parent` with one placeholder per existing
-  /// path of `deny` (an empty file for a file, an empty directory for a
-  /// directory; missing paths are skipped), each marked; with
-  /// `lookup_watch()` a directory gets a mount instead, in which the
-  /// directories leading to each of `keep` inside it exist (their mount
-  /// points). `report` runs on a reactor thread for every refused open or
-  /// lookup, before the reader continues.
+  /// The placeholders of one session's denied paths (missing paths are
+  /// skipped). A file gets the node's one empty file for that path, made
+  /// and marked by the first cover that needs it (in a directory below
+  /// `parent` that lives as long as the guard) and shared by every
+  /// session: its opens are told apart by the opener's PID namespace
+  /// (`cover::bind`). A directory gets a private empty directory below
+  /// `parent` (the session's init makes mount points in it), marked; with
+  /// `lookup_watch()` a mount instead, in which the directories leading to
+  /// each of `keep` inside it exist (their mount points). `report` runs on
+  /// a reactor thread for every refused open or lookup, before the reader
+  /// continues.
   result<std::unique_ptr<cover>>
   make_cover(const std::string& parent, const std::vector<std::string>& deny,
              std::function<void(denied_read)> report,
@@ -114,6 +128,7 @@ public:
 private:
   struct entry {
     std::string path;
+    /// Null for a shared placeholder: the opener's session reports.
     std::shared_ptr<std::function<void(denied_read)>> report;
   };
   struct watcher;
@@ -124,6 +139,13 @@ private:
   void forget(const cover& c);
   /// Called for each event of the group, on a reactor thread.
   void on_open(int fd, pid_t pid);
+  /// The shared placeholder of the denied file `path`, made and marked at
+  /// the first call (below `parent`).
+  result<std::string> shared_file(const std::string& parent,
+                                  const std::string& path);
+  /// The report of the session `pid` belongs to (its PID namespace or the
+  /// closest bound one above it); null: none.
+  std::shared_ptr<std::function<void(denied_read)>> session_of(pid_t pid);
 
   int group_ = -1;
   std::shared_ptr<watcher> watcher_;
@@ -132,6 +154,11 @@ private:
   std::unique_ptr<lookup_server> lookups_;
   std::mutex mtx_;
   std::map<std::pair<dev_t, ino_t>, entry> entries_;
+  /// The shared placeholders: denied file -> placeholder, in `shared_dir_`.
+  std::map<std::string, std::string> shared_;
+  std::string shared_dir_;
+  /// Bound covers: PID namespace inode -> the session's report.
+  std::map<ino_t, std::weak_ptr<std::function<void(denied_read)>>> sessions_;
 };
 
 } // namespace sandbox
