@@ -267,6 +267,23 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
       stage = init_ids;
       goto fail;
     }
+    // A change of ids clears the parent-death signal: set again, then
+    // the node's end of the socket pair tells whether the node died in
+    // between (it holds that end until the init has executed).
+    if ((r = child_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
+      stage = init_deathsig;
+      goto fail;
+    }
+    struct pollfd alive;
+    alive.fd = p->sync;
+    alive.events = POLLIN;
+    alive.revents = 0;
+    if (child_sys(SYS_poll, reinterpret_cast<long>(&alive), 1, 0) > 0
+        && (alive.revents & (POLLHUP | POLLERR)) != 0) {
+      r = -ECONNRESET;
+      stage = init_deathsig;
+      goto fail;
+    }
   } else {
     // The maps name the node's own ids only, which a process may write
     // for its own new user namespace without any privilege outside it.
