@@ -369,6 +369,44 @@ CAF_TEST(two covers share a file placeholder and report by PID namespace) {
   CAF_CHECK_EQUAL(other.size(), 2u);
 }
 
+CAF_TEST(the placeholders a killed node left are removed by the next guard) {
+  if (!guard_available())
+    return;
+  auto key = dir.at("key.pem");
+  std::ofstream{key} << "SECRET";
+  // A pid that no longer runs, and one that does (ours).
+  pid_t dead = ::fork();
+  if (dead == 0)
+    ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  auto left = [&](const std::string& prefix, pid_t pid) {
+    auto d = dir.at(prefix + std::to_string(pid) + "-abcdef");
+    ::mkdir(d.c_str(), 0700);
+    std::ofstream{d + "/f0"};
+    return d;
+  };
+  auto dead_shared = left("sandbox-deny-shared-", dead);
+  auto dead_cover = left("sandbox-deny-", dead);
+  auto live_shared = left("sandbox-deny-shared-", ::getpid());
+  auto other = dir.at("sandbox-deny-mine");
+  ::mkdir(other.c_str(), 0700);
+  auto guard = read_guard::start(r, false);
+  SANDBOX_REQUIRE_OK(guard);
+  auto cover = (*guard)->make_cover(dir.path, {key}, collect());
+  SANDBOX_REQUIRE_OK(cover);
+  CAF_CHECK_NOT_EQUAL(::access(dead_shared.c_str(), F_OK), 0);
+  CAF_CHECK_NOT_EQUAL(::access(dead_cover.c_str(), F_OK), 0);
+  CAF_CHECK_EQUAL(::access((live_shared + "/f0").c_str(), F_OK), 0);
+  CAF_CHECK_EQUAL(::access(other.c_str(), F_OK), 0);
+  // This guard's own directory goes with it.
+  auto placeholder = (*cover)->placeholders().at(key);
+  CAF_CHECK_EQUAL(::access(placeholder.c_str(), F_OK), 0);
+  cover->reset();
+  guard->reset();
+  CAF_CHECK_NOT_EQUAL(
+    ::access(placeholder.substr(0, placeholder.rfind('/')).c_str(), F_OK), 0);
+}
+
 CAF_TEST(a name looked up below a denied directory is refused and reported) {
   if (!guard_available())
     return;

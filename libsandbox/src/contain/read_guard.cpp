@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <signal.h>
 #include <sys/fanotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -162,20 +163,67 @@ read_guard::session_of(pid_t pid) {
   return nullptr;
 }
 
+namespace {
+
+/// The directory names of a guard's placeholders: the node's pid after the
+/// prefix, so that those of a node that was killed can be told and removed.
+constexpr std::string_view shared_prefix = "sandbox-deny-shared-";
+constexpr std::string_view cover_prefix = "sandbox-deny-";
+
+/// A new directory `<parent>/<prefix><our pid>-XXXXXX`.
+result<std::string> make_placeholder_directory(const std::string& parent,
+                                               std::string_view prefix) {
+  auto templ = fmt::format("{}/{}{}-XXXXXX", parent, prefix, ::getpid());
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr)
+    return error{errc::io_error, fmt::format("cannot make a directory in {}: "
+                                             "{}",
+                                             parent, std::strerror(errno))};
+  return std::string{buf.data()};
+}
+
+/// Removes the placeholder directories in `parent` that a node of our uid
+/// left when it was killed: the pid in the name no longer runs. (A node in
+/// another PID namespace sharing `parent` and the uid would look dead.)
+void sweep_dead_nodes(const std::string& parent) {
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator{parent, ec}) {
+    auto name = e.path().filename().string();
+    if (name.rfind(cover_prefix, 0) != 0)
+      continue;
+    auto rest = std::string_view{name}.substr(cover_prefix.size());
+    if (rest.rfind(shared_prefix.substr(cover_prefix.size()), 0) == 0)
+      rest.remove_prefix(shared_prefix.size() - cover_prefix.size());
+    pid_t pid = 0;
+    size_t digits = 0;
+    for (; digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9';
+         ++digits)
+      pid = pid * 10 + (rest[digits] - '0');
+    struct stat st;
+    if (digits == 0 || digits >= rest.size() || rest[digits] != '-'
+        || ::lstat(e.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)
+        || st.st_uid != ::geteuid()
+        || !(::kill(pid, 0) != 0 && errno == ESRCH))
+      continue;
+    std::error_code ignored;
+    std::filesystem::remove_all(e.path(), ignored);
+  }
+}
+
+} // namespace
+
 result<std::string> read_guard::shared_file(const std::string& parent,
                                             const std::string& path) {
   std::lock_guard<std::mutex> guard{mtx_};
   if (auto i = shared_.find(path); i != shared_.end())
     return i->second;
   if (shared_dir_.empty()) {
-    auto templ = parent + "/sandbox-deny-shared-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (::mkdtemp(buf.data()) == nullptr)
-      return error{errc::io_error,
-                   fmt::format("cannot make a directory in {}: {}", parent,
-                               std::strerror(errno))};
-    shared_dir_ = buf.data();
+    sweep_dead_nodes(parent);
+    auto made = make_placeholder_directory(parent, shared_prefix);
+    if (!made)
+      return made.error();
+    shared_dir_ = std::move(*made);
   }
   auto ph = fmt::format("{}/f{}", shared_dir_, shared_.size());
   struct stat pst;
@@ -252,14 +300,10 @@ read_guard::make_cover(const std::string& parent,
       continue;
     }
     if (c->directory_.empty()) {
-      auto templ = parent + "/sandbox-deny-XXXXXX";
-      std::vector<char> buf(templ.begin(), templ.end());
-      buf.push_back('\0');
-      if (::mkdtemp(buf.data()) == nullptr)
-        return error{errc::io_error,
-                     fmt::format("cannot make a directory in {}: {}", parent,
-                                 std::strerror(errno))};
-      c->directory_ = buf.data();
+      auto made = make_placeholder_directory(parent, cover_prefix);
+      if (!made)
+        return made.error();
+      c->directory_ = std::move(*made);
     }
     auto ph = fmt::format("{}/d{}", c->directory_, n++);
     struct stat pst;
