@@ -20,6 +20,7 @@
 
 #include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/foreign_abi.hpp"
 #include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
@@ -368,6 +369,41 @@ CAF_TEST(a host unix socket sees the session uid and outside ones are refused) {
   ::close(conn);
   ::close(inside_fd);
   ::close(outside_fd);
+  (void) s.stop();
+}
+
+CAF_TEST(an i386 sendto to a host unix socket outside is refused and reported) {
+  if (!host_can_contain())
+    return;
+  if (!sandbox::test::kernel_runs_i386()) {
+    CAF_MESSAGE("skipped: this kernel does not run i386 system calls");
+    return;
+  }
+  // A datagram socket open to all, outside the writable places, reached
+  // through socketcall(SYS_SENDTO), whose address lies in the caller's
+  // memory.
+  ::mkdir((out.path + "/ro").c_str(), 0755);
+  auto outside = out.path + "/ro/dgram.sock";
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  CAF_REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  outside.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+  CAF_REQUIRE_EQUAL(
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  CAF_REQUIRE_EQUAL(::chmod(outside.c_str(), 0666), 0);
+  session_config cfg;
+  cfg.allow_read = {out.path + "/ro"};
+  auto s = make_session(cfg);
+  auto r = run(s, std::string{sandbox::test::test_child()} + " sendto-i386 "
+                    + outside);
+  CAF_CHECK_EQUAL(r.stdout_data, "EPERM\n");
+  CAF_CHECK(has_detail_part(r.violations,
+                            sandbox::violation_kind::connect_denied,
+                            "sendto unix:" + outside));
+  char buf[8];
+  CAF_CHECK_LESS(::recv(fd, buf, sizeof(buf), 0), 0); // nothing came
+  ::close(fd);
   (void) s.stop();
 }
 

@@ -21,6 +21,8 @@ constexpr long i386_write = 4;
 constexpr long i386_close = 6;
 constexpr long i386_getpid = 20;
 constexpr long i386_socketcall = 102;
+/// socketcall's call number of sendto (linux/net.h SYS_SENDTO).
+constexpr long i386_sys_sendto = 11;
 
 /// x32 numbers (asm/unistd_x32.h): the x86-64 number with the bit.
 constexpr long x32_openat = __X32_SYSCALL_BIT + 257;

@@ -35,12 +35,18 @@
 //                                          close) or x32 (openat); prints
 //                                          "written" or the errno name and
 //                                          exits 0 or 1
+//   sandbox-test-child sendto-i386 PATH    sends "x" to the unix datagram
+//                                          socket PATH through i386's
+//                                          socketcall(SYS_SENDTO); prints
+//                                          "sent" or the errno name and
+//                                          exits 0 or 1
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -191,6 +197,36 @@ int write_abi(const std::string& abi, const char* path) {
   return 0;
 }
 
+int sendto_i386(const char* path) {
+  using namespace sandbox::test;
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  std::strncpy(to.sun_path, path, sizeof(to.sun_path) - 1);
+  auto* addr = low_copy(&to, sizeof(to));
+  auto* x = low_copy("x");
+  if (fd < 0 || addr == nullptr || x == nullptr)
+    return 2;
+  // socketcall's arguments: six 32-bit words in the caller's memory.
+  uint32_t args[6] = {static_cast<uint32_t>(fd),
+                      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(x)),
+                      1,
+                      0,
+                      static_cast<uint32_t>(reinterpret_cast<uintptr_t>(addr)),
+                      static_cast<uint32_t>(sizeof(to))};
+  auto* low_args = low_copy(args, sizeof(args));
+  if (low_args == nullptr)
+    return 2;
+  long r = i386_syscall(i386_socketcall, i386_sys_sendto,
+                        reinterpret_cast<long>(low_args));
+  if (r < 0) {
+    std::printf("%s\n", strerrorname_np(static_cast<int>(-r)));
+    return 1;
+  }
+  std::printf("sent\n");
+  return 0;
+}
+
 int fork_bomb() {
   for (int i = 0; i < 100000; ++i) {
     pid_t pid = ::fork();
@@ -295,6 +331,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "write-abi" && argc == 4)
     return write_abi(argv[2], argv[3]);
+  if (mode == "sendto-i386" && argc == 3)
+    return sendto_i386(argv[2]);
   if (mode == "spin") {
     // Burns CPU time until a signal ends it.
     for (volatile unsigned long long i = 0;; ++i)

@@ -40,6 +40,7 @@
 #include "helpers/foreign_abi.hpp"
 #include "helpers/temp_dir.hpp"
 #include "helpers/watched_child.hpp"
+#include "contain/syscall_judge.hpp"
 #include "io/fd_message.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/io/reactor.hpp"
@@ -268,16 +269,44 @@ CAF_TEST(a ptrace notifies only when it attaches) {
   }
 }
 
-CAF_TEST(an i386 socketcall notifies only when it connects or binds) {
+CAF_TEST(an i386 socketcall notifies only when it connects binds or sends to) {
   auto socketcall = [](uint64_t which) {
     auto d = i386(102);
     d.args[0] = which;
     return d;
   };
-  for (uint64_t which : {SYS_CONNECT, SYS_BIND})
+  for (uint64_t which : {SYS_CONNECT, SYS_BIND, SYS_SENDTO})
     CAF_CHECK_EQUAL(action(socketcall(which)), SECCOMP_RET_USER_NOTIF);
-  for (uint64_t which : {SYS_SOCKET, SYS_LISTEN, SYS_SENDTO, SYS_RECVMSG})
+  for (uint64_t which : {SYS_SOCKET, SYS_LISTEN, SYS_SEND, SYS_RECVMSG})
     CAF_CHECK_EQUAL(action(socketcall(which)), SECCOMP_RET_ALLOW);
+}
+
+CAF_TEST(an i386 socketcall sendto is judged as the x86 - 64 sendto) {
+  // The judge reads socketcall's six words from the caller's memory (here
+  // the test's own, below 4 GiB as an i386 caller's is).
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  std::strcpy(to.sun_path, "/run/x.sock");
+  auto* addr = sandbox::test::low_copy(&to, sizeof(to));
+  CAF_REQUIRE(addr != nullptr);
+  auto low = [](const void* p) {
+    return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p));
+  };
+  uint32_t words[6] = {5, 0x1000, 1, 0, low(addr), sizeof(to)};
+  auto* args = sandbox::test::low_copy(words, sizeof(words));
+  CAF_REQUIRE(args != nullptr);
+  seccomp_notif n{};
+  n.pid = static_cast<uint32_t>(::getpid());
+  n.data = i386(102);
+  n.data.args[0] = SYS_SENDTO;
+  n.data.args[1] = low(args);
+  auto native = sandbox::detail::as_native(n);
+  CAF_REQUIRE(native.has_value());
+  CAF_CHECK_EQUAL(native->data.arch, AUDIT_ARCH_X86_64);
+  CAF_CHECK_EQUAL(native->data.nr, SYS_sendto);
+  CAF_CHECK_EQUAL(native->data.args[0], 5u);
+  CAF_CHECK_EQUAL(native->data.args[4], low(addr));
+  CAF_CHECK_EQUAL(native->data.args[5], sizeof(to));
 }
 
 CAF_TEST(an ioctl notifies only when it types into or drives a terminal) {

@@ -252,8 +252,9 @@ std::optional<violation> judge_pid(const seccomp_notif& n, const pid_call& call,
 
 /// The call `n` names as the x86-64 call it is judged as: itself when it
 /// is one; for a watched call of another ABI its x86-64 number and its
-/// arguments (i386's are 32 bits wide; `socketcall` holds connect's or
-/// bind's three in the caller's memory). Nothing when it cannot be told.
+/// arguments (i386's are 32 bits wide; `socketcall` holds connect's,
+/// bind's or sendto's in the caller's memory). Nothing when it cannot be
+/// told.
 std::optional<seccomp_notif> as_native(const seccomp_notif& n) {
   if (n.data.arch == AUDIT_ARCH_X86_64
       && (static_cast<uint32_t>(n.data.nr) & __X32_SYSCALL_BIT) == 0)
@@ -269,16 +270,23 @@ std::optional<seccomp_notif> as_native(const seccomp_notif& n) {
   for (auto& arg : out.data.args)
     arg &= 0xffffffffu;
   if (i->multiplexed) {
+    // connect and bind take three arguments, sendto six.
     auto which = out.data.args[0];
-    if (which != SYS_CONNECT && which != SYS_BIND)
+    size_t count = which == SYS_SENDTO ? 6 : 3;
+    if (which == SYS_CONNECT)
+      out.data.nr = SYS_connect;
+    else if (which == SYS_BIND)
+      out.data.nr = SYS_bind;
+    else if (which == SYS_SENDTO)
+      out.data.nr = SYS_sendto;
+    else
       return std::nullopt;
-    out.data.nr = which == SYS_CONNECT ? SYS_connect : SYS_bind;
-    uint32_t words[3];
+    uint32_t words[6] = {0, 0, 0, 0, 0, 0};
     if (!read_memory(static_cast<pid_t>(n.pid), out.data.args[1], words,
-                     sizeof(words)))
+                     count * sizeof(uint32_t)))
       return std::nullopt;
     for (size_t k = 0; k < 6; ++k)
-      out.data.args[k] = k < 3 ? words[k] : 0;
+      out.data.args[k] = words[k];
   }
   return out;
 }
