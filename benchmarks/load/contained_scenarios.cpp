@@ -142,11 +142,10 @@ std::vector<row> run_contained(const options& opt) {
     actors::embedded_node node{node_config(opt)};
     for (size_t l = 0; l < levels.size(); ++l)
       for (size_t round = 0; round < rounds; ++round) {
-        for (auto mode : round % 2 == 0
-                           ? std::array{isolation_mode::none,
-                                        isolation_mode::contained}
-                           : std::array{isolation_mode::contained,
-                                        isolation_mode::none})
+        for (auto mode :
+             round % 2 == 0
+               ? std::array{isolation_mode::none, isolation_mode::contained}
+               : std::array{isolation_mode::contained, isolation_mode::none})
           merge(mode == isolation_mode::none ? none[l] : contained[l],
                 exec_phase(node, opt, mode, levels[l], round, rounds, warmup));
       }

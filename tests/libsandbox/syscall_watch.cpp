@@ -37,10 +37,10 @@
 #include <set>
 #include <vector>
 
+#include "contain/syscall_judge.hpp"
 #include "helpers/foreign_abi.hpp"
 #include "helpers/temp_dir.hpp"
 #include "helpers/watched_child.hpp"
-#include "contain/syscall_judge.hpp"
 #include "io/fd_message.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/io/reactor.hpp"

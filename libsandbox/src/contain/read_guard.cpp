@@ -203,8 +203,7 @@ void sweep_dead_nodes(const std::string& parent) {
     struct stat st;
     if (digits == 0 || digits >= rest.size() || rest[digits] != '-'
         || ::lstat(e.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)
-        || st.st_uid != ::geteuid()
-        || !(::kill(pid, 0) != 0 && errno == ESRCH))
+        || st.st_uid != ::geteuid() || !(::kill(pid, 0) != 0 && errno == ESRCH))
       continue;
     std::error_code ignored;
     std::filesystem::remove_all(e.path(), ignored);
@@ -227,19 +226,17 @@ result<std::string> read_guard::shared_file(const std::string& parent,
   }
   auto ph = fmt::format("{}/f{}", shared_dir_, shared_.size());
   struct stat pst;
-  if (::close(::open(ph.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
-                     0444))
+  if (::close(::open(ph.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444))
         != 0
       || ::stat(ph.c_str(), &pst) != 0)
     return error{errc::io_error,
                  fmt::format("cannot make {}: {}", ph, std::strerror(errno))};
   // Known before it is marked: no open of it goes unexplained.
   entries_[{pst.st_dev, pst.st_ino}] = entry{path, nullptr};
-  if (::fanotify_mark(group_, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD,
-                      ph.c_str())
+  if (::fanotify_mark(group_, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, ph.c_str())
       != 0)
-    return error{errc::unsupported, fmt::format("fanotify_mark {}: {}", ph,
-                                                std::strerror(errno))};
+    return error{errc::unsupported,
+                 fmt::format("fanotify_mark {}: {}", ph, std::strerror(errno))};
   shared_.emplace(path, ph);
   return ph;
 }
