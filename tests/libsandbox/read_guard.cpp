@@ -71,23 +71,73 @@ bool guard_available() {
   return read_guard::available();
 }
 
+/// The two pipes between the test and a child that answers rounds: each
+/// time the test writes a byte (`next`), the child runs a round and
+/// answers an errno (0: the step worked). Only system calls in the child:
+/// the test has other threads.
+struct rounds {
+  int to_child[2] = {-1, -1};
+  int from_child[2] = {-1, -1};
+
+  rounds() {
+    CAF_REQUIRE_EQUAL(::pipe2(to_child, O_CLOEXEC), 0);
+    CAF_REQUIRE_EQUAL(::pipe2(from_child, O_CLOEXEC), 0);
+  }
+
+  /// In the child: drops the test's ends, so that it sees the test close
+  /// its own.
+  void in_child() {
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+  }
+
+  /// In the child: `probe(round)` for each round the test asks for, until
+  /// the test closes its end; then exits.
+  template <class Probe>
+  [[noreturn]] void serve(Probe probe) {
+    char c;
+    for (int round = 0; ::read(to_child[0], &c, 1) == 1; ++round) {
+      int err = probe(round);
+      if (::write(from_child[1], &err, sizeof(err)) != sizeof(err))
+        ::_exit(2);
+    }
+    ::_exit(0);
+  }
+
+  /// In the test, after the fork: drops the child's ends.
+  void in_test() {
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+  }
+
+  /// The errno of the child's next round; -1 when it ended instead.
+  int next() {
+    char c = 'x';
+    int err = -1;
+    if (::write(to_child[1], &c, 1) != 1
+        || ::read(from_child[0], &err, sizeof(err)) != sizeof(err))
+      return -1;
+    return err;
+  }
+
+  /// Closes the test's ends.
+  void close() {
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+  }
+};
+
 /// A child in a user and mount namespace of its own (as a session's init
-/// is) with `tree` moved over `over`; it answers `probe`'s questions on a
-/// pipe each time the test writes a byte, and ends when the test closes it.
-/// Only system calls between fork and exit: the test has other threads.
+/// is) with `tree` moved over `over`; it answers `probe`'s questions
+/// (`rounds`) and ends when the test closes its end.
 struct mounted_child {
   pid_t pid = -1;
-  int ask = -1;
-  int answer = -1;
+  rounds r;
 
   /// `probe(round)` runs in the child and returns the errno of the step
   /// it tried in that round (0: it worked).
   template <class Probe>
   mounted_child(int tree, const std::string& over, Probe probe) {
-    int to_child[2];
-    int from_child[2];
-    CAF_REQUIRE_EQUAL(::pipe2(to_child, O_CLOEXEC), 0);
-    CAF_REQUIRE_EQUAL(::pipe2(from_child, O_CLOEXEC), 0);
     char map[64];
     int map_len = std::snprintf(map, sizeof(map), "0 %u 1", ::geteuid());
     pid = ::fork();
@@ -105,125 +155,81 @@ struct mounted_child {
                           MOVE_MOUNT_F_EMPTY_PATH)
                != 0)
         ::_exit(1);
-      // The test's ends: the child sees the test close its own.
-      ::close(to_child[1]);
-      ::close(from_child[0]);
-      char c;
-      for (int round = 0; ::read(to_child[0], &c, 1) == 1; ++round) {
-        int err = probe(round);
-        if (::write(from_child[1], &err, sizeof(err)) != sizeof(err))
-          ::_exit(2);
-      }
-      ::_exit(0);
+      r.in_child();
+      r.serve(probe);
     }
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    ask = to_child[1];
-    answer = from_child[0];
+    r.in_test();
   }
 
-  /// The errno of the child's next round; -1 when it ended instead.
   int next() {
-    char c = 'x';
-    int err = -1;
-    if (::write(ask, &c, 1) != 1
-        || ::read(answer, &err, sizeof(err)) != sizeof(err))
-      return -1;
-    return err;
+    return r.next();
   }
 
   ~mounted_child() {
-    ::close(ask);
-    ::close(answer);
+    r.close();
     int status = 0;
     ::waitpid(pid, &status, 0);
   }
 };
 
 /// A process in a PID namespace of its own (the PID 1 there, as a
-/// session's init is), made by an intermediate child. Each time the test
-/// writes a byte it opens `path` read-only, itself, but in round 1 from a
-/// child in a PID namespace nested in its own, and answers the errno (0:
-/// it opened). It ends when the test closes its end.
+/// session's init is), made by an intermediate child. In each round
+/// (`rounds`) it opens `path` read-only, itself, but in round 1 from a
+/// child in a PID namespace nested in its own.
 struct pid_ns_child {
   pid_t pid = -1;
-  int ask = -1;
-  int answer = -1;
+  rounds r;
 
   explicit pid_ns_child(const std::string& path) {
-    int to_child[2];
-    int from_child[2];
-    CAF_REQUIRE_EQUAL(::pipe2(to_child, O_CLOEXEC), 0);
-    CAF_REQUIRE_EQUAL(::pipe2(from_child, O_CLOEXEC), 0);
     const char* file = path.c_str();
-    // Only system calls between fork and exit: the test has other threads.
-    auto opened_in_new_ns = [file] {
+    auto opened = [file] {
+      int fd = ::open(file, O_RDONLY | O_CLOEXEC);
+      return fd >= 0 ? 0 : errno;
+    };
+    auto opened_in_new_ns = [opened] {
       if (::unshare(CLONE_NEWPID) != 0)
         return -1;
       pid_t p = ::fork();
-      if (p == 0) {
-        int fd = ::open(file, O_RDONLY | O_CLOEXEC);
-        ::_exit(fd >= 0 ? 0 : errno);
-      }
+      if (p == 0)
+        ::_exit(opened());
       int status = 0;
       ::waitpid(p, &status, 0);
       return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     };
     pid_t middle = ::fork();
     if (middle == 0) {
-      ::close(to_child[1]);
-      ::close(from_child[0]);
+      r.in_child();
       if (::unshare(CLONE_NEWPID) != 0)
         ::_exit(1);
       pid_t inner = ::fork();
-      if (inner == 0) {
-        char c;
-        for (int round = 0; ::read(to_child[0], &c, 1) == 1; ++round) {
-          int err = 0;
-          if (round != 1) {
-            int fd = ::open(file, O_RDONLY | O_CLOEXEC);
-            err = fd >= 0 ? 0 : errno;
-          } else {
-            err = opened_in_new_ns();
-          }
-          if (::write(from_child[1], &err, sizeof(err)) != sizeof(err))
-            ::_exit(2);
-        }
-        ::_exit(0);
-      }
+      if (inner == 0)
+        r.serve([&](int round) {
+          return round == 1 ? opened_in_new_ns() : opened();
+        });
       // The inner pid, as the test sees it, then done.
-      if (::write(from_child[1], &inner, sizeof(inner)) != sizeof(inner))
+      if (::write(r.from_child[1], &inner, sizeof(inner)) != sizeof(inner))
         ::_exit(3);
       ::_exit(0);
     }
-    ::close(to_child[0]);
-    ::close(from_child[1]);
-    ask = to_child[1];
-    answer = from_child[0];
-    CAF_REQUIRE_EQUAL(::read(answer, &pid, sizeof(pid)),
+    r.in_test();
+    CAF_REQUIRE_EQUAL(::read(r.from_child[0], &pid, sizeof(pid)),
                       static_cast<ssize_t>(sizeof(pid)));
     int status = 0;
     ::waitpid(middle, &status, 0);
   }
 
-  /// The errno of the next round; -1 when the child ended instead.
   int next() {
-    char c = 'x';
-    int err = -1;
-    if (::write(ask, &c, 1) != 1
-        || ::read(answer, &err, sizeof(err)) != sizeof(err))
-      return -1;
-    return err;
+    return r.next();
   }
 
-  /// Returns once the child has ended: it holds the only other end of
-  /// `answer`, which reads end-of-file then.
+  /// Returns once the child has ended: it holds the only other end of the
+  /// answers, which read end-of-file then.
   ~pid_ns_child() {
-    ::close(ask);
+    ::close(r.to_child[1]);
     char buf[16];
-    while (::read(answer, buf, sizeof(buf)) > 0)
+    while (::read(r.from_child[0], buf, sizeof(buf)) > 0)
       ;
-    ::close(answer);
+    ::close(r.from_child[0]);
   }
 };
 
