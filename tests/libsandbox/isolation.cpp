@@ -2,6 +2,7 @@
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "contain/session_identity.hpp"
 #include "helpers/can_contain.hpp"
 #include "helpers/temp_dir.hpp"
 #include "sandbox/contain/contained_session.hpp"
@@ -233,6 +235,49 @@ CAF_TEST(an init reaped on a reactor that ends first is reaped anyway) {
   CAF_CHECK_EQUAL(
     ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
   CAF_CHECK_EQUAL(errno, ECHILD);
+}
+
+CAF_TEST(a session id another node holds is not handed out) {
+  using sandbox::detail::id_lease;
+  // Another node: a lock of its own on the machine's id file.
+  int other = ::open("/run/sandbox-session-ids.lock",
+                     O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (other < 0) {
+    CAF_MESSAGE("skipped: /run/sandbox-session-ids.lock cannot be opened "
+                "(the node's ids are then its own only)");
+    return;
+  }
+  auto lock = [other](uint32_t id, short type) {
+    struct flock l {};
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    l.l_start = static_cast<off_t>(id);
+    l.l_len = 1;
+    return ::fcntl(other, F_OFD_SETLK, &l) == 0;
+  };
+  // Ids far above any default range, apart per test process.
+  uint32_t base = 0xf0000000u + static_cast<uint32_t>(::getpid()) % 0x1000000u;
+  CAF_REQUIRE(lock(base, F_WRLCK));
+  auto none = id_lease::take(base, 1);
+  CAF_REQUIRE(!none);
+  CAF_CHECK(none.error().code == sandbox::errc::unsupported);
+  CAF_CHECK(none.error().message.find("in use") != std::string::npos);
+  // The next one of a wider range is free.
+  auto next = id_lease::take(base, 2);
+  SANDBOX_REQUIRE_OK(next);
+  CAF_CHECK_EQUAL((*next)->id(), base + 1);
+  // Now the other node holds nothing it may take but base + 1 is ours.
+  CAF_CHECK(!lock(base + 1, F_WRLCK));
+  CAF_REQUIRE(lock(base, F_UNLCK));
+  auto first = id_lease::take(base, 1);
+  SANDBOX_REQUIRE_OK(first);
+  CAF_CHECK_EQUAL((*first)->id(), base);
+  // A lease's end lets the id go.
+  next->reset();
+  first->reset();
+  CAF_CHECK(lock(base, F_WRLCK));
+  CAF_CHECK(lock(base + 1, F_WRLCK));
+  ::close(other);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

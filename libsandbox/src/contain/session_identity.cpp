@@ -26,6 +26,35 @@ namespace {
 std::mutex held_mutex;
 std::set<uint32_t> held;
 
+/// The file whose bytes stand for the host's ids: a node holds byte N (an
+/// open-file-description lock, which its end releases) while one of its
+/// sessions is uid N, so that nodes of one machine with ranges that meet
+/// never hand one id out twice. Root's (own ids need root), in /run.
+constexpr const char* id_lock_path = "/run/sandbox-session-ids.lock";
+
+/// This process's descriptor of that file (opened at the first lease);
+/// none where it cannot be opened: the ids are then this process's only.
+int id_lock_file() {
+  static const int fd = ::open(id_lock_path,
+                               O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  return fd;
+}
+
+/// Locks (`F_WRLCK`) or unlocks (`F_UNLCK`) byte `id`; false when another
+/// process holds it.
+bool lock_id(uint32_t id, short type) {
+  int fd = id_lock_file();
+  if (fd < 0)
+    return true;
+  struct flock l {};
+  l.l_type = type;
+  l.l_whence = SEEK_SET;
+  l.l_start = static_cast<off_t>(id);
+  l.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &l) == 0
+         || (errno != EAGAIN && errno != EACCES);
+}
+
 /// A file system's name by its magic number, for error messages.
 std::string fs_name(const char* path) {
   struct statfs st;
@@ -104,8 +133,8 @@ result<std::shared_ptr<id_lease>> id_lease::take(uint32_t base,
                  fmt::format("invalid session id range {} + {}: must be "
                              "non-empty and below 4294967294",
                              base, count)};
-  // Two nodes of one machine take from their ranges independently; a start
-  // of their own keeps them apart while their sessions are few.
+  // A start of this process's own: two nodes of one machine seldom try
+  // the same ids (the lock file keeps them apart when they do).
   static const uint32_t start = [] {
     std::random_device rd;
     return static_cast<uint32_t>(rd());
@@ -113,16 +142,22 @@ result<std::shared_ptr<id_lease>> id_lease::take(uint32_t base,
   std::lock_guard<std::mutex> guard{held_mutex};
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t id = base + (start + i) % count;
-    if (held.insert(id).second)
-      return std::shared_ptr<id_lease>{new id_lease(id)};
+    // Ours first (the process's own locks never conflict with each other),
+    // then the other nodes'.
+    if (held.count(id) != 0 || !lock_id(id, F_WRLCK))
+      continue;
+    held.insert(id);
+    return std::shared_ptr<id_lease>{new id_lease(id)};
   }
   return error{errc::unsupported,
-               fmt::format("every session id of {}..{} is in use", base,
-                           uint64_t{base} + count - 1)};
+               fmt::format("every session id of {}..{} is in use (by this "
+                           "node or another one on this machine)",
+                           base, uint64_t{base} + count - 1)};
 }
 
 id_lease::~id_lease() {
   std::lock_guard<std::mutex> guard{held_mutex};
+  lock_id(id_, F_UNLCK);
   held.erase(id_);
 }
 

@@ -24,10 +24,12 @@ namespace sandbox::detail {
 std::string why_no_own_ids();
 
 /// A host uid (and the gid of the same number) held by one session of this
-/// process until destroyed.
+/// process until destroyed; no other node of the machine holds it
+/// meanwhile (a lock on its byte of /run/sandbox-session-ids.lock, which
+/// the kernel releases when the node ends, however it ends).
 class id_lease {
 public:
-  /// The lowest free id of [base, base + count) from a start that differs
+  /// The first free id of [base, base + count) from a start that differs
   /// between processes. Errors: `unsupported` when every id of the range is
   /// held (naming the range), `invalid_argument` for an empty range or one
   /// past 2^32 - 2.
