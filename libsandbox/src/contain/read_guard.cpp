@@ -197,7 +197,8 @@ void sweep_dead_nodes(const std::string& parent) {
       rest.remove_prefix(shared_prefix.size() - cover_prefix.size());
     pid_t pid = 0;
     size_t digits = 0;
-    for (; digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9';
+    for (; digits < rest.size() && digits < 9 && rest[digits] >= '0'
+           && rest[digits] <= '9';
          ++digits)
       pid = pid * 10 + (rest[digits] - '0');
     struct stat st;
@@ -234,9 +235,13 @@ result<std::string> read_guard::shared_file(const std::string& parent,
   // Known before it is marked: no open of it goes unexplained.
   entries_[{pst.st_dev, pst.st_ino}] = entry{path, nullptr};
   if (::fanotify_mark(group_, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, ph.c_str())
-      != 0)
+      != 0) {
+    int err = errno;
+    entries_.erase({pst.st_dev, pst.st_ino});
+    ::unlink(ph.c_str());
     return error{errc::unsupported,
-                 fmt::format("fanotify_mark {}: {}", ph, std::strerror(errno))};
+                 fmt::format("fanotify_mark {}: {}", ph, std::strerror(err))};
+  }
   shared_.emplace(path, ph);
   return ph;
 }

@@ -163,8 +163,11 @@ struct init_plan {
   int program = -1;
   char* const* argv = nullptr;
   char* const* envp = nullptr;
-  /// The init's end of the socket pair to the node.
+  /// The init's end of the socket pair to the node, and the node's end,
+  /// whose copy the init closes first (so that the node's end of it tells
+  /// when the node is gone).
   int sync = -1;
+  int node_end = -1;
   /// The node writes the maps and sends the `idmap` mounts (`nidmap` of
   /// them, in plan order) over `sync`, into the control buffer `cmsg`.
   bool own_ids = false;
@@ -246,6 +249,7 @@ SANDBOX_CHILD_FN int init_main(void* arg) {
   long r = 0;
   int stage = init_ok;
   detail::reset_signal_dispositions();
+  child_sys(SYS_close, p->node_end);
   if ((r = child_sys(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL)) < 0) {
     stage = init_deathsig;
     goto fail;
@@ -472,6 +476,7 @@ result<started_init> start_init(const containment_spec& spec,
   plan.argv = argv;
   plan.envp = envp;
   plan.sync = init_end.get();
+  plan.node_end = node_end.get();
   plan.own_ids = ids != nullptr;
   plan.nidmap = nidmap;
   plan.cmsg = control.data();
