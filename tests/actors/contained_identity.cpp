@@ -21,6 +21,7 @@
 #include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
 #include "helpers/foreign_abi.hpp"
+#include "helpers/host_listener.hpp"
 #include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
@@ -322,15 +323,8 @@ CAF_TEST(a host unix socket sees the session uid and outside ones are refused) {
   if (!host_gives_own_ids())
     return;
   auto listen_at = [](const std::string& path, mode_t mode) {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = sandbox::test::host_unix_socket(path, SOCK_STREAM, mode);
     CAF_REQUIRE(fd >= 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-    CAF_REQUIRE_EQUAL(
-      ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    CAF_REQUIRE_EQUAL(::listen(fd, 4), 0);
-    CAF_REQUIRE_EQUAL(::chmod(path.c_str(), mode), 0);
     return fd;
   };
   // Outside the writable places, even open to all: refused and reported.
@@ -384,14 +378,8 @@ CAF_TEST(an i386 sendto to a host unix socket outside is refused and reported) {
   // memory.
   ::mkdir((out.path + "/ro").c_str(), 0755);
   auto outside = out.path + "/ro/dgram.sock";
-  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int fd = sandbox::test::host_unix_socket(outside, SOCK_DGRAM, 0666);
   CAF_REQUIRE(fd >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  outside.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-  CAF_REQUIRE_EQUAL(
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  CAF_REQUIRE_EQUAL(::chmod(outside.c_str(), 0666), 0);
   session_config cfg;
   cfg.allow_read = {out.path + "/ro"};
   auto s = make_session(cfg);

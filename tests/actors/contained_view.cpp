@@ -18,6 +18,7 @@
 
 #include "contained_fixture.hpp"
 #include "helpers/can_contain.hpp"
+#include "helpers/host_listener.hpp"
 #include "helpers/violations.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/contain/isolation.hpp"
@@ -78,14 +79,8 @@ CAF_TEST(host secrets and services outside the view cannot be reached) {
     return;
   // A host service on a unix socket outside the view (the host's /tmp).
   auto sock_path = dir.path + "/host.sock";
-  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int listener = sandbox::test::host_unix_socket(sock_path, SOCK_STREAM, 0755);
   CAF_REQUIRE(listener >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  sock_path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-  CAF_REQUIRE_EQUAL(
-    ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  CAF_REQUIRE_EQUAL(::listen(listener, 4), 0);
   auto s = make_session();
   // What every session of the node may read (the test's helper programs:
   // below /var/tmp when the build tree is below /tmp) brings the way to it

@@ -1,15 +1,19 @@
 #pragma once
 
 // A listener of the test on the host's 127.0.0.1, on a port the kernel
-// picks: a destination a contained session may be allowed to reach.
+// picks: a destination a contained session may be allowed to reach; and a
+// unix socket of the test's at a path, which one must not reach.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 namespace sandbox::test {
 
@@ -37,5 +41,24 @@ struct host_listener {
   host_listener(const host_listener&) = delete;
   host_listener& operator=(const host_listener&) = delete;
 };
+
+/// A unix socket of the test's (`type`: SOCK_STREAM listens, SOCK_DGRAM
+/// does not block) bound at `path`, with `mode`; -1 when it cannot be.
+inline int host_unix_socket(const std::string& path, int type, mode_t mode) {
+  int fd = ::socket(
+    AF_UNIX, type | SOCK_CLOEXEC | (type == SOCK_DGRAM ? SOCK_NONBLOCK : 0), 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
+  if (fd < 0
+      || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+      || (type == SOCK_STREAM && ::listen(fd, 4) != 0)
+      || ::chmod(path.c_str(), mode) != 0) {
+    if (fd >= 0)
+      ::close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 } // namespace sandbox::test
