@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
@@ -217,6 +219,14 @@ result<void> containment::start() {
   }
   (*s)->reap_on(reactor_);
   session_ = std::move(*s);
+  // Kept for the session's launches; a launch makes its own where these
+  // could not be made.
+  if (int pair[2];
+      ::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) == 0) {
+    report_pair_[0].reset(pair[0]);
+    report_pair_[1].reset(pair[1]);
+  }
+  node_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
   if (cover_)
     cover_->bind(session_->init_pid());
   if (auto ok = start_network(); !ok) {
@@ -242,6 +252,9 @@ void containment::prepare(launch_spec& spec) const {
   c.open_files = settings_.limits.open_files;
   if (host_isolation().syscall_watch)
     c.watch_filter = watch_filter();
+  c.report_pair[0] = report_pair_[0].get();
+  c.report_pair[1] = report_pair_[1].get();
+  c.node_pidfd = node_pidfd_.get();
   auto join = limits_->join_fds();
   for (size_t i = 0; i < join.size() && i < 2; ++i)
     c.join_cgroups[i] = join[i];

@@ -185,32 +185,50 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
 std::atomic<int> direct_entry{0};
 std::atomic<bool> entering_child_forced{false};
 
+/// The way back to the node's PID namespace (`leave_pid_namespace`): a
+/// pidfd of the node, the session's or one of its own.
+struct way_back {
+  unique_fd owned;
+  int fd = -1;
+  explicit operator bool() const noexcept {
+    return fd >= 0;
+  }
+};
+
 /// Makes the calling thread's next children members of the PID namespace
 /// of the init behind `ns_pidfd` (only this thread's, and only its
-/// children's: it stays where it is). Returns a pidfd of the node, which
-/// names the way back (`leave_pid_namespace`); none where the node may not,
-/// or on any error (the entering child then meets and names it).
-unique_fd enter_pid_namespace(int ns_pidfd) {
+/// children's: it stays where it is). Returns the way back through
+/// `node_pidfd` (a pidfd of the node; -1: one is opened); none where the
+/// node may not, or on any error (the entering child then meets and names
+/// it).
+way_back enter_pid_namespace(int ns_pidfd, int node_pidfd) {
   if (direct_entry.load() < 0 || entering_child_forced.load())
     return {};
-  unique_fd own{static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0))};
-  if (!own)
-    return {};
+  way_back back;
+  if (node_pidfd >= 0) {
+    back.fd = node_pidfd;
+  } else {
+    back.owned.reset(
+      static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+    if (!back.owned)
+      return {};
+    back.fd = back.owned.get();
+  }
   if (::setns(ns_pidfd, CLONE_NEWPID) != 0) {
     if (errno == EPERM)
       direct_entry = -1;
     return {};
   }
   direct_entry = 1;
-  return own;
+  return back;
 }
 
 /// Undoes `enter_pid_namespace`: back to the node's own PID namespace.
 /// Always allowed (the namespace the thread is in); a thread that could not
 /// return would start every later child in a session, so that ends the
 /// node.
-void leave_pid_namespace(const unique_fd& own) {
-  if (::setns(own.get(), CLONE_NEWPID) != 0) {
+void leave_pid_namespace(const way_back& back) {
+  if (::setns(back.fd, CLONE_NEWPID) != 0) {
     std::fprintf(stderr,
                  "sandbox: cannot return to the node's PID namespace: %s\n",
                  std::strerror(errno));
@@ -260,6 +278,21 @@ const char* contained_stage_name(int stage) {
   }
 }
 
+/// The listener the command of launch `tag` sent over `ours` before its
+/// exec, which the clone waited for; any other is one a failed launch left
+/// there, closed. None: the command did not send it.
+unique_fd take_listener(int ours, uint64_t tag) {
+  for (;;) {
+    uint64_t got = 0;
+    fd_message in{&got, sizeof got};
+    if (::recvmsg(ours, &in.msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+      return {};
+    unique_fd listener{in.received()};
+    if (got == tag)
+      return listener;
+  }
+}
+
 result<launched_child> launch_contained(const launch_spec& spec,
                                         child_plan& plan, launched_child child,
                                         int cgroup_fd, char* stack,
@@ -280,20 +313,24 @@ result<launched_child> launch_contained(const launch_spec& spec,
   plan.ruleset = c.landlock_ruleset;
   plan.join_cgroups[0] = c.join_cgroups[0];
   plan.join_cgroups[1] = c.join_cgroups[1];
-  // The command's seccomp listener comes back over a socket pair.
+  // The command's seccomp listener comes back over a socket pair, tagged
+  // with this launch's number.
   unique_fd report_ours;
   unique_fd report_theirs;
-  char byte = 0;
-  fd_message out{&byte, 1};
+  static std::atomic<uint64_t> launches{0};
+  uint64_t tag = ++launches;
+  fd_message out{&tag, sizeof tag};
+  int report[2] = {c.report_pair[0], c.report_pair[1]};
   if (c.watch_filter != nullptr) {
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0)
-      return make_errno_error(errno, "cannot start a contained command: "
-                                     "socketpair");
-    report_ours.reset(pair[0]);
-    report_theirs.reset(pair[1]);
+    if (report[0] < 0 || report[1] < 0) {
+      if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, report) != 0)
+        return make_errno_error(errno, "cannot start a contained command: "
+                                       "socketpair");
+      report_ours.reset(report[0]);
+      report_theirs.reset(report[1]);
+    }
     plan.filter = c.watch_filter;
-    plan.report_socket = report_theirs.get();
+    plan.report_socket = report[1];
     plan.report_slot = out.attach();
     plan.report_msg = &out.msg;
   }
@@ -310,7 +347,7 @@ result<launched_child> launch_contained(const launch_spec& spec,
       ++i;
     }
   long pid;
-  if (auto own = enter_pid_namespace(c.ns_pidfd)) {
+  if (auto back = enter_pid_namespace(c.ns_pidfd, c.node_pidfd)) {
     // One clone: the command is born in the session's PID namespace.
     plan.inner = true;
     plan.direct = true;
@@ -318,7 +355,7 @@ result<launched_child> launch_contained(const launch_spec& spec,
       all_signals_blocked blocked;
       pid = clone3_child(plan, cgroup_fd, plan.inner_pidfd, stack);
     }
-    leave_pid_namespace(own);
+    leave_pid_namespace(back);
   } else {
     alignas(64) char inner_stack[child_stack_size];
     plan.inner_stack = inner_stack;
@@ -330,6 +367,11 @@ result<launched_child> launch_contained(const launch_spec& spec,
                             fmt::format("cannot start {}: clone",
                                         spec.executable));
   unique_fd pidfd_owner{plan.inner_pidfd};
+  // Taken at once, whether the launch failed or not: a listener left in a
+  // session's pair would keep the failed command's filter until the next.
+  unique_fd listener;
+  if (plan.filter != nullptr)
+    listener = take_listener(report[0], tag);
   if (plan.stage != stage_none) {
     if (pid > 0)
       reap(static_cast<pid_t>(pid));
@@ -337,13 +379,7 @@ result<launched_child> launch_contained(const launch_spec& spec,
   }
   child.pid = static_cast<pid_t>(pid);
   child.pidfd = std::move(pidfd_owner);
-  if (report_ours) {
-    // Sent before the command's exec, which the clone waited for.
-    fd_message in{&byte, 1};
-    if (::recvmsg(report_ours.get(), &in.msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)
-        > 0)
-      child.watch_listener.reset(in.received());
-  }
+  child.watch_listener = std::move(listener);
   return child;
 }
 

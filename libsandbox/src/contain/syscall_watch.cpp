@@ -71,8 +71,9 @@ boost::asio::thread_pool& judges() {
 /// turn comes between two of its calls), and answered from the judge's
 /// thread.
 struct judge_queue : std::enable_shared_from_this<judge_queue> {
-  /// A descriptor of the listener of its own: answered even after the
-  /// watcher (on the reactor) has closed its own.
+  /// The listener, closed with the last of the watcher and the judgements
+  /// waiting: answered even after the watcher (on the reactor) has let go
+  /// of it.
   unique_fd listener;
   std::shared_ptr<const watch_policy> policy;
   std::vector<char> response;
@@ -154,22 +155,43 @@ struct judge_queue : std::enable_shared_from_this<judge_queue> {
 /// Receives the notifications on the reactor (a read, at once) and hands
 /// them to the judges.
 struct watcher : std::enable_shared_from_this<watcher> {
+  /// The queue's listener, which the watcher never closes (`end`).
   boost::asio::posix::stream_descriptor fd;
   std::shared_ptr<judge_queue> queue;
   std::vector<char> request;
+  /// The first wait is queued on the launching thread, not posted to the
+  /// strand (which would wake a reactor thread for it): held by that wait
+  /// and by the handlers (which run on the strand), so that the two never
+  /// touch the descriptor at the same time.
+  std::mutex mtx;
 
   /// On a strand of its own: a wait, its check and its handler never run
   /// at the same time.
-  watcher(reactor& r, int listener)
-    : fd(boost::asio::make_strand(r.context()), listener) {
+  watcher(reactor& r, std::shared_ptr<judge_queue> q)
+    : fd(boost::asio::make_strand(r.context()), q->listener.get()),
+      queue(std::move(q)) {
   }
 
   ~watcher() {
-    if (queue)
-      queue->close();
+    end();
+    queue->close();
   }
 
-  /// On the strand.
+  /// Lets go of the listener (the queue closes it): a pending wait ends
+  /// with operation_aborted.
+  void end() {
+    if (!fd.is_open())
+      return;
+    (void) fd.release();
+  }
+
+  /// Queues the first wait, on the launching thread.
+  void start() {
+    std::lock_guard<std::mutex> guard{mtx};
+    wait();
+  }
+
+  /// With `mtx` held.
   void wait() {
     fd.async_wait(
       boost::asio::posix::stream_descriptor::wait_read,
@@ -179,14 +201,12 @@ struct watcher : std::enable_shared_from_this<watcher> {
       });
     // Asio registers the descriptor edge-triggered and never tries a wait
     // before it is queued: the end of the filter's last user, if it came
-    // while no wait was queued (while `on_ready` ran), raised its one edge
-    // for nobody, and the listener would stay open for as long as the node
-    // lives. Looked at once more now that the wait is queued, so that it
-    // is seen either here or by the wait.
-    if (hung_up()) {
-      boost::system::error_code ignored;
-      fd.close(ignored); // the wait ends with operation_aborted
-    }
+    // while no wait was queued (before the first, or while `on_ready`
+    // ran), raised its one edge for nobody, and the listener would stay
+    // open for as long as the node lives. Looked at once more now that the
+    // wait is queued, so that it is seen either here or by the wait.
+    if (hung_up())
+      end();
   }
 
   /// Nothing uses the filter any more (and nothing waits for an answer).
@@ -197,6 +217,7 @@ struct watcher : std::enable_shared_from_this<watcher> {
   }
 
   void on_ready() {
+    std::lock_guard<std::mutex> guard{mtx};
     // Every notification that waits, each received at once.
     for (;;) {
       pollfd p{fd.native_handle(), POLLIN, 0};
@@ -208,7 +229,7 @@ struct watcher : std::enable_shared_from_this<watcher> {
       if (::ioctl(fd.native_handle(), SECCOMP_IOCTL_NOTIF_RECV, n) == 0)
         queue->submit(*n);
     }
-    wait(); // closes the listener if nothing uses the filter any more
+    wait(); // lets go of the listener if nothing uses the filter any more
   }
 };
 
@@ -217,23 +238,19 @@ struct watcher : std::enable_shared_from_this<watcher> {
 void watch_syscalls(reactor& r, unique_fd listener,
                     std::shared_ptr<const watch_policy> policy,
                     std::function<void(violation)> report) {
-  auto q = std::make_shared<judge_queue>();
-  q->listener.reset(::fcntl(listener.get(), F_DUPFD_CLOEXEC, 0));
-  // Out of descriptors: with the listener closed, every watched call of
-  // the command fails (ENOSYS) instead of waiting for an answer that
-  // would never come.
-  if (!q->listener)
+  if (!listener)
     return;
+  auto q = std::make_shared<judge_queue>();
+  q->listener = std::move(listener);
   q->policy = std::move(policy);
   q->report = std::move(report);
   auto sizes = notif_sizes();
   q->response.resize(
     std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
-  auto w = std::make_shared<watcher>(r, listener.release());
-  w->queue = std::move(q);
+  auto w = std::make_shared<watcher>(r, std::move(q));
   w->request.resize(
     std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
-  boost::asio::post(w->fd.get_executor(), [w] { w->wait(); });
+  w->start();
 }
 
 } // namespace sandbox

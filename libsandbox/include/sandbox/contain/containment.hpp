@@ -191,6 +191,11 @@ private:
   std::shared_ptr<tcp_forwarder> inbound_;
   std::vector<std::shared_ptr<tcp_forwarder>> outbound_;
   std::shared_ptr<session_limits> limits_;
+  /// What every launch would otherwise make for itself
+  /// (`launch_containment::report_pair`, `node_pidfd`); unset where they
+  /// could not be made.
+  unique_fd report_pair_[2];
+  unique_fd node_pidfd_;
   /// Declared before the init: the init goes first.
   std::unique_ptr<read_guard::cover> cover_;
   std::unique_ptr<contained_session> session_;

@@ -34,6 +34,17 @@ struct launch_containment {
   /// A seccomp filter (`watch_filter`) the command installs last; its
   /// listener comes back in `launched_child::watch_listener`. Null: none.
   const sock_fprog* watch_filter = nullptr;
+  /// A datagram socket pair the command's listener comes back over ([0]
+  /// the node's end, [1] the command's), kept by the session so that a
+  /// launch makes none; -1: one is made for the launch. Launches that
+  /// share a pair must not run at the same time (a session's run one by
+  /// one in its actor); a listener a failed launch left in it is closed by
+  /// the next.
+  int report_pair[2] = {-1, -1};
+  /// A pidfd of the node itself, kept by the session: the way back to the
+  /// node's PID namespace after a launching thread entered the session's;
+  /// -1: one is opened for the launch.
+  int node_pidfd = -1;
   /// The session's root is a host uid of its own
   /// (`contained_session::own_ids`): the child drops the node's groups
   /// before it enters and becomes uid and gid 0 of the session after.
