@@ -1,4 +1,5 @@
 #include "sandbox/client/blocking_session.hpp"
+#include <algorithm>
 
 #include <map>
 #include <mutex>
@@ -238,6 +239,57 @@ result<blocking_process> blocking_session::spawn(const std::string& command,
       return blocking_process{*sys_, std::move(p), pid};
     },
     spawn_atom_v, command, opts, chunk_sink{}));
+}
+
+namespace {
+
+uint32_t wait_ms(std::chrono::milliseconds wait) {
+  return static_cast<uint32_t>(
+    std::clamp<int64_t>(wait.count(), 0, max_process_wait_ms));
+}
+
+} // namespace
+
+result<process_info>
+blocking_session::start_process(const std::string& command,
+                                const process_options& opts) {
+  return after_stop(
+    ask<process_info>(*sys_, handle_, proc_start_atom_v, command, opts));
+}
+
+result<process_output>
+blocking_session::read_process(const std::string& id, uint64_t offset,
+                               std::chrono::milliseconds wait, uint64_t max) {
+  return after_stop(ask<process_output>(*sys_, handle_, proc_read_atom_v, id,
+                                        offset, wait_ms(wait), max));
+}
+
+result<void> blocking_session::write_process(const std::string& id,
+                                             std::string data) {
+  // The process actor hands these bytes to the reactor (child_process).
+  sandbox::detail::tsan_release(data.data());
+  return after_stop(ask_ok(*sys_, handle_, stdin_atom_v, id, std::move(data)));
+}
+
+result<void> blocking_session::close_process_stdin(const std::string& id) {
+  return after_stop(ask_ok(*sys_, handle_, close_atom_v, id));
+}
+
+result<void> blocking_session::kill_process(const std::string& id,
+                                            int32_t sig) {
+  return after_stop(ask_ok(*sys_, handle_, kill_atom_v, id, sig));
+}
+
+result<process_info>
+blocking_session::wait_process(const std::string& id,
+                               std::chrono::milliseconds wait) {
+  return after_stop(
+    ask<process_info>(*sys_, handle_, wait_atom_v, id, wait_ms(wait)));
+}
+
+result<std::vector<process_info>> blocking_session::processes() {
+  return after_stop(
+    ask<std::vector<process_info>>(*sys_, handle_, proc_list_atom_v));
 }
 
 result<bool> blocking_session::cancel(const std::string& key) {

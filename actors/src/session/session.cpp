@@ -76,6 +76,83 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       process_actor handle = s->child.handle;
       return {handle, static_cast<int32_t>(s->child.pid)};
     },
+    [self](proc_start_atom, std::string& cmd,
+           process_options& opts) -> caf::result<process_info> {
+      if (self->state.stopped)
+        return session_stopped(self->state);
+      return start_process(self, cmd, opts);
+    },
+    [self](proc_read_atom, const std::string& id, uint64_t from,
+           uint32_t wait_ms, uint64_t max) -> caf::result<process_output> {
+      auto h = find_process(self->state, id);
+      if (!h)
+        return std::move(h.error());
+      return self->delegate(*h, proc_read_atom_v, from,
+                            std::min(wait_ms, max_process_wait_ms), max);
+    },
+    [self](stdin_atom, const std::string& id,
+           std::string& data) -> caf::result<ok_atom> {
+      auto h = find_process(self->state, id);
+      if (!h)
+        return std::move(h.error());
+      return self->delegate(*h, stdin_atom_v, std::move(data));
+    },
+    [self](close_atom, const std::string& id) -> caf::result<ok_atom> {
+      auto h = find_process(self->state, id);
+      if (!h)
+        return std::move(h.error());
+      return self->delegate(*h, close_atom_v);
+    },
+    [self](kill_atom, const std::string& id,
+           int32_t sig) -> caf::result<ok_atom> {
+      auto h = find_process(self->state, id);
+      if (!h)
+        return std::move(h.error());
+      return self->delegate(*h, kill_atom_v, sig);
+    },
+    [self](wait_atom, const std::string& id,
+           uint32_t wait_ms) -> caf::result<process_info> {
+      auto h = find_process(self->state, id);
+      if (!h)
+        return std::move(h.error());
+      return self->delegate(*h, wait_atom_v,
+                            std::min(wait_ms, max_process_wait_ms));
+    },
+    [self](proc_list_atom) -> caf::result<std::vector<process_info>> {
+      auto& st = self->state;
+      if (st.stopped)
+        return session_stopped(st);
+      // Each handle answers for itself; the list is in the order of ids.
+      auto rp = self->make_response_promise<std::vector<process_info>>();
+      if (st.processes.empty()) {
+        rp.deliver(std::vector<process_info>{});
+        return rp;
+      }
+      auto out = std::make_shared<std::vector<process_info>>();
+      auto left = std::make_shared<size_t>(st.processes.size());
+      for (auto& [n, h] : st.processes)
+        self->request(h, caf::infinite, info_atom_v)
+          .then(
+            [rp, out, left](process_info& i) mutable {
+              out->push_back(std::move(i));
+              if (--*left == 0) {
+                std::sort(out->begin(), out->end(),
+                          [](const process_info& a, const process_info& b) {
+                            return a.id.size() != b.id.size()
+                                     ? a.id.size() < b.id.size()
+                                     : a.id < b.id;
+                          });
+                rp.deliver(std::move(*out));
+              }
+            },
+            [rp, out, left](caf::error&) mutable {
+              // A handle that went meanwhile is not listed.
+              if (--*left == 0)
+                rp.deliver(std::move(*out));
+            });
+      return rp;
+    },
+    [self](exited_atom, uint64_t number) { process_exited(self, number); },
     [self](cancel_atom, const std::string& key) -> bool {
       auto& st = self->state;
       if (key.empty())

@@ -48,6 +48,22 @@
 
 namespace sandbox::actors {
 
+/// The handle of a long-lived process (processes.cpp): its output's sink
+/// and log, and the way to its process actor.
+using process_handle = caf::typed_actor<
+  // Its process actor, once the child runs: pid, stdin open.
+  caf::reacts_to<start_atom, process_actor, int32_t, bool>,
+  caf::replies_to<chunk_atom, output_chunk>::with<ack_atom>,
+  caf::replies_to<proc_read_atom, uint64_t, uint32_t,
+                  uint64_t>::with<process_output>,
+  caf::replies_to<wait_atom, uint32_t>::with<process_info>,
+  // A wait that ran out.
+  caf::reacts_to<timeout_atom, uint64_t>,
+  caf::replies_to<stdin_atom, std::string>::with<ok_atom>,
+  caf::replies_to<close_atom>::with<ok_atom>,
+  caf::replies_to<kill_atom, int32_t>::with<ok_atom>,
+  caf::replies_to<info_atom>::with<process_info>>;
+
 /// One running child of a session, as the session tracks it (until its
 /// process actor reports the result).
 struct session_child {
@@ -91,6 +107,12 @@ struct session_state {
   /// weak, forgotten at their down message. Told about the stop, so that
   /// those whose handles went out over the network quit.
   std::set<caf::actor_addr> finished;
+  /// Its long-lived processes' handles by number (`p-N`), running and
+  /// exited; the exited ones in the order they ended (beyond
+  /// `max_exited_processes` the oldest go).
+  std::map<uint64_t, process_handle> processes;
+  std::deque<uint64_t> exited_processes;
+  uint64_t next_process = 1;
   /// The filesystem worker; all file operations of the session.
   filesystem_actor_impl files;
   /// Process groups of every child ever started (escapers stay in them).
@@ -169,6 +191,21 @@ void forget_child(session_state& st,
 
 /// Makes the session's default home on first use.
 result<void> ensure_home(session_state& st);
+
+// -- processes.cpp ------------------------------------------------------------
+
+/// Starts long-lived process `cmd` (docs/processes.md) and its handle.
+caf::result<process_info> start_process(self_ptr self, std::string& cmd,
+                                        process_options& opts);
+
+/// The handle of process `id` (`p-N`); `invalid_argument` naming it when
+/// the session has none, `session_stopped` after a stop.
+caf::expected<process_handle> find_process(session_state& st,
+                                           const std::string& id);
+
+/// Process `number` has exited: the oldest exited beyond
+/// `max_exited_processes` go.
+void process_exited(self_ptr self, uint64_t number);
 
 // -- contain.cpp --------------------------------------------------------------
 

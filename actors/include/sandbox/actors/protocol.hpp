@@ -142,6 +142,89 @@ typename Inspector::result_type inspect(Inspector& f, session_info& x) {
            x.containment, x.isolation);
 }
 
+// -- long-lived processes (docs/processes.md) ---------------------------------
+
+/// Output a process keeps when its options name no retention: the last
+/// 1 MiB.
+constexpr uint64_t default_process_retain = uint64_t{1} << 20;
+
+/// The most output one process may keep (64 MiB).
+constexpr uint64_t max_process_retain = uint64_t{64} << 20;
+
+/// Exited processes a session keeps listed; beyond, the oldest go first.
+constexpr size_t max_exited_processes = 64;
+
+/// The longest a read or a wait of a process may wait for (5 minutes).
+constexpr uint32_t max_process_wait_ms = 300000;
+
+/// How a long-lived process starts.
+struct process_options {
+  /// Its working directory and environment (as an execution's); a
+  /// `timeout` other than 0 ends it after that long; `cancel_key` and
+  /// `output_cap` are not used.
+  exec_options exec;
+  /// Its stdin is open for writes (`stdin_atom`) until closed; otherwise
+  /// it reads end of file at once.
+  bool open_stdin = false;
+  /// Bytes of output it keeps (the newest); 0: `default_process_retain`.
+  /// At most `max_process_retain`.
+  uint64_t retain = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_options& x) {
+  return f(caf::meta::type_name("sandbox::actors::process_options"), x.exec,
+           x.open_stdin, x.retain);
+}
+
+/// What a session tells about one of its processes.
+struct process_info {
+  /// `p-N`: N counts up per session from 1.
+  std::string id;
+  std::string command;
+  /// Its pid as the node sees it.
+  int32_t pid = 0;
+  bool running = true;
+  bool stdin_open = false;
+  /// Once it has exited: its status, as an execution's.
+  int32_t exit_code = 0;
+  exit_reason reason = exit_reason::exited;
+  /// Offset just past its last byte of output.
+  uint64_t next_offset = 0;
+  /// Offset of the oldest byte of output still kept.
+  uint64_t retained_from = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_info& x) {
+  return f(caf::meta::type_name("sandbox::actors::process_info"), x.id,
+           x.command, x.pid, x.running, x.stdin_open, x.exit_code, x.reason,
+           x.next_offset, x.retained_from);
+}
+
+/// The answer to a read of a process's output.
+struct process_output {
+  /// The bytes, in the order written, each chunk of one stream.
+  std::vector<output_chunk> chunks;
+  /// Offset of the first byte returned.
+  uint64_t offset = 0;
+  /// Offset just past the last byte returned: where the next read starts.
+  uint64_t next_offset = 0;
+  /// Bytes between the offset asked and `offset` that are no longer kept.
+  uint64_t gap = 0;
+  /// Whether the process still ran when the read was answered; when not,
+  /// its status.
+  bool running = true;
+  int32_t exit_code = 0;
+  exit_reason reason = exit_reason::exited;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, process_output& x) {
+  return f(caf::meta::type_name("sandbox::actors::process_output"), x.chunks,
+           x.offset, x.next_offset, x.gap, x.running, x.exit_code, x.reason);
+}
+
 } // namespace sandbox::actors
 
 // -- message types of the filesystem worker ----------------------------------
@@ -272,6 +355,16 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   // The node: the allow list of a session to create was looked up.
   CAF_ADD_ATOM(sandbox, sandbox::actors, resolved_atom, "resolved")
 
+  // Long-lived processes (docs/processes.md).
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::process_options))
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::process_info))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::actors::process_info>) )
+  CAF_ADD_TYPE_ID(sandbox, (sandbox::actors::process_output))
+  CAF_ADD_TYPE_ID(sandbox, (std::vector<sandbox::output_chunk>) )
+  CAF_ADD_ATOM(sandbox, sandbox::actors, proc_start_atom, "proc_start")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, proc_read_atom, "proc_read")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, proc_list_atom, "proc_list")
+
 CAF_END_TYPE_ID_BLOCK(sandbox)
 // clang-format on
 
@@ -373,6 +466,24 @@ using restricted_session = caf::typed_actor<
   // §10: starts a live process with a stdin pipe.
   caf::replies_to<spawn_atom, std::string, exec_options,
                   chunk_sink>::with<process_actor, int32_t>,
+  // Long-lived processes (docs/processes.md), named by their id `p-N`.
+  // Starts one; answers at once.
+  caf::replies_to<proc_start_atom, std::string,
+                  process_options>::with<process_info>,
+  // Its output from an offset: up to `max` bytes (third argument), waiting
+  // up to the milliseconds of the second (at most `max_process_wait_ms`)
+  // for a first byte when none is there yet and it still runs.
+  caf::replies_to<proc_read_atom, std::string, uint64_t, uint32_t,
+                  uint64_t>::with<process_output>,
+  // Writes to its stdin (in order); closes its stdin.
+  caf::replies_to<stdin_atom, std::string, std::string>::with<ok_atom>,
+  caf::replies_to<close_atom, std::string>::with<ok_atom>,
+  // Signals its process group.
+  caf::replies_to<kill_atom, std::string, int32_t>::with<ok_atom>,
+  // Waits up to the milliseconds given for it to end; answers its info.
+  caf::replies_to<wait_atom, std::string, uint32_t>::with<process_info>,
+  // The session's processes, running and exited, oldest first.
+  caf::replies_to<proc_list_atom>::with<std::vector<process_info>>,
   // §2: cancels the running execution whose options carried this cancel
   // key (a running execution holds a key alone); answers whether one was
   // running.

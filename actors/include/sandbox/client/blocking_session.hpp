@@ -92,6 +92,25 @@ public:
   result<blocking_process> spawn(const std::string& command,
                                  const exec_options& opts = {});
 
+  /// Long-lived processes (docs/processes.md), named by their id `p-N`.
+  /// Starts `command`; returns at once.
+  result<process_info> start_process(const std::string& command,
+                                     const process_options& opts = {});
+  /// Up to `max` bytes of its output from `offset`, waiting up to `wait`
+  /// for a first byte while none is there and it runs.
+  result<process_output>
+  read_process(const std::string& id, uint64_t offset,
+               std::chrono::milliseconds wait = std::chrono::milliseconds{0},
+               uint64_t max = default_process_retain);
+  result<void> write_process(const std::string& id, std::string data);
+  result<void> close_process_stdin(const std::string& id);
+  result<void> kill_process(const std::string& id, int32_t sig = SIGTERM);
+  /// Waits up to `wait` for it to end; its info either way.
+  result<process_info> wait_process(const std::string& id,
+                                    std::chrono::milliseconds wait);
+  /// The session's processes, running and exited, in the order started.
+  result<std::vector<process_info>> processes();
+
   /// Cancels the execution whose options carried `key`.
   result<bool> cancel(const std::string& key);
 
