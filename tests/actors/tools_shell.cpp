@@ -29,10 +29,14 @@ CAF_TEST(the tools come in a fixed order with descriptions and schemas) {
   auto s = make_session();
   toolbox tb{s};
   auto& tools = tb.tools();
-  CAF_REQUIRE_EQUAL(tools.size(), 3u);
+  CAF_REQUIRE_EQUAL(tools.size(), 7u);
   CAF_CHECK_EQUAL(tools[0].name, "shell");
   CAF_CHECK_EQUAL(tools[1].name, "code");
   CAF_CHECK_EQUAL(tools[2].name, "file_editor");
+  CAF_CHECK_EQUAL(tools[3].name, "process_start");
+  CAF_CHECK_EQUAL(tools[4].name, "process_write");
+  CAF_CHECK_EQUAL(tools[5].name, "process_kill");
+  CAF_CHECK_EQUAL(tools[6].name, "process_list");
   for (auto& t : tools) {
     CAF_CHECK(!t.description.empty());
     CAF_CHECK_EQUAL(t.input_schema["type"], "object");
@@ -340,7 +344,8 @@ CAF_TEST(an unknown tool is invalid_argument naming it) {
   CAF_REQUIRE(!r);
   CAF_CHECK(r.error().code == errc::invalid_argument);
   CAF_CHECK_EQUAL(r.error().message,
-                  "unknown tool: \"bash\" (tools: shell, code, file_editor)");
+                  "unknown tool: \"bash\" (tools: shell, code, file_editor, "
+                  "process_start, process_write, process_kill, process_list)");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
