@@ -335,6 +335,70 @@ CAF_TEST(spawn handles cancel and stop receipts cross) {
   CAF_CHECK_EQUAL(after.error().code, errc::session_stopped);
 }
 
+CAF_TEST(a process outlives its client and a second client reads on) {
+  std::string expected;
+  for (int i = 1; i <= 20000; ++i)
+    expected += std::to_string(i) + "\n";
+  std::string id;
+  std::string got;
+  uint64_t offset = 0;
+  {
+    auto first = server.connect();
+    actors::session_config scfg;
+    scfg.home_directory = server.dir.path + "/home";
+    scfg.detached = true;
+    auto s = actors::blocking_session::create(*first, scfg);
+    SANDBOX_REQUIRE_OK(s);
+    auto info = s->info();
+    SANDBOX_REQUIRE_OK(info);
+    id = info->id;
+    actors::process_options opts;
+    opts.open_stdin = true;
+    // Prints the numbers once its stdin says so, then waits for the end
+    // of its stdin.
+    auto p = s->start_process("read go; seq 1 20000; cat", opts);
+    SANDBOX_REQUIRE_OK(p);
+    SANDBOX_REQUIRE_OK(s->write_process(p->id, "go\n"));
+    // Reads a first part, then the client goes away mid-stream.
+    auto r = s->read_process(p->id, 0, std::chrono::seconds{10}, 1000);
+    SANDBOX_REQUIRE_OK(r);
+    for (auto& c : r->chunks)
+      got += c.data;
+    offset = r->next_offset;
+    CAF_REQUIRE(offset > 0);
+  }
+  auto second = server.connect();
+  caf::scoped_actor self{second->system()};
+  std::optional<actors::session_actor> found;
+  self->request(second->node(), caf::infinite, actors::get_atom_v, id)
+    .receive([&](actors::session_actor& h) { found = std::move(h); },
+             [&](caf::error& e) { CAF_FAIL("get failed: " << to_string(e)); });
+  CAF_REQUIRE(found.has_value());
+  actors::blocking_session s{second->system(), *found};
+  auto list = s.processes();
+  SANDBOX_REQUIRE_OK(list);
+  CAF_REQUIRE_EQUAL(list->size(), 1u);
+  CAF_CHECK((*list)[0].running);
+  auto pid = (*list)[0].id;
+  // From the offset the first client reached: nothing lost or repeated.
+  while (got.size() < expected.size()) {
+    auto r = s.read_process(pid, offset, std::chrono::seconds{10}, 4096);
+    SANDBOX_REQUIRE_OK(r);
+    CAF_REQUIRE_EQUAL(r->gap, 0u);
+    CAF_REQUIRE(r->next_offset > r->offset);
+    for (auto& c : r->chunks)
+      got += c.data;
+    offset = r->next_offset;
+  }
+  CAF_CHECK_EQUAL(got, expected);
+  SANDBOX_REQUIRE_OK(s.close_process_stdin(pid));
+  auto done = s.wait_process(pid, std::chrono::seconds{10});
+  SANDBOX_REQUIRE_OK(done);
+  CAF_CHECK(!done->running);
+  CAF_CHECK_EQUAL(done->exit_code, 0);
+  SANDBOX_REQUIRE_OK(s.stop());
+}
+
 CAF_TEST(code runs with its source streamed over the wire) {
   auto s = session();
   auto r = s.execute_code_streaming("sh", {},

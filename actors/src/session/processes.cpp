@@ -13,6 +13,10 @@ namespace sandbox::actors {
 
 namespace {
 
+/// What the process actor of a long-lived process keeps of each stream
+/// for its result.
+constexpr uint64_t process_result_cap = 1024;
+
 /// A read or a wait that waits.
 struct waiter {
   uint64_t id = 0;
@@ -265,6 +269,10 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
   auto retain = opts.retain == 0 ? default_process_retain : opts.retain;
   auto exec_id = st.p.rt->next_id();
   auto number = st.next_process;
+  // The handle's log is its output; the process actor keeps only a sliver
+  // for its result (which nobody reads), not an execution's 16 MiB.
+  opts.exec.output_cap = process_result_cap;
+  opts.exec.cancel_key.clear();
   // Its handle is its sink, so it comes first; linked: it goes with the
   // session.
   auto handle = self->spawn<caf::linked>(handle_behavior, number, cmd, retain,

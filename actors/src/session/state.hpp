@@ -148,6 +148,10 @@ struct session_state {
   /// A session that goes away without a stop (its last handle dropped, its
   /// owner crashed) still ends every process of its own.
   ~session_state() {
+    // Its processes' handles go with it (a session that ends normally does
+    // not take its linked actors along).
+    for (auto& [n, h] : processes)
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
     if (stopped || !p.rt)
       return;
     if (cgroups)

@@ -78,6 +78,15 @@ void maybe_complete_stop(self_ptr self) {
     if (auto p = caf::actor_cast<process_actor_impl>(addr))
       self->send(p, end_atom_v, exit_reason::stopped);
   st.finished.clear();
+  // Its long-lived processes' handles end with it: every process has
+  // ended, and a stopped session answers `session_stopped` for them. They
+  // are linked, but a session that quits normally does not take them.
+  for (auto& [n, h] : st.processes) {
+    self->unlink_from(h);
+    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  }
+  st.processes.clear();
+  st.exited_processes.clear();
   // The worker answers `session_stopped` to whoever still holds it.
   st.files = nullptr;
   // A stopped session lives on for local handles, answering
