@@ -244,5 +244,14 @@ command add_session(CLI::App& app, global_options& g);
 command add_mcp(CLI::App& app, global_options& g);
 command add_serve(CLI::App& app, global_options& g);
 command add_info(CLI::App& app, global_options& g);
+command add_ps(CLI::App& app, global_options& g);
+command add_attach(CLI::App& app, global_options& g);
+command add_send(CLI::App& app, global_options& g);
+command add_kill(CLI::App& app, global_options& g);
+
+/// `run --detach`: starts `command` as a process of --session's session
+/// and prints its id (docs/processes.md).
+int run_detached(const global_options& g, const std::string& command,
+                 const exec_options& opts, bool open_stdin);
 
 } // namespace sandbox::cli

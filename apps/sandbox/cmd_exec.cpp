@@ -169,20 +169,33 @@ std::string join_words(const std::vector<std::string>& words) {
 command add_run(CLI::App& app, global_options& g) {
   auto flags = std::make_shared<exec_flags>();
   auto words = std::make_shared<std::vector<std::string>>();
+  auto detach = std::make_shared<bool>(false);
+  auto open_stdin = std::make_shared<bool>(false);
   command cmd;
   cmd.sub = app.add_subcommand(
     "run", "run a shell command (/bin/sh -c; its stdin is /dev/null); the "
            "exit status is the command's");
   add_exec_flags(cmd.sub, *flags);
+  cmd.sub->add_flag("--detach", *detach,
+                    "start the command as a process of --session's session "
+                    "and print its id at once; it runs on after the CLI "
+                    "(see ps, attach, send, kill)");
+  cmd.sub->add_flag("--stdin", *open_stdin,
+                    "with --detach: keep the process's stdin open for send");
   cmd.sub
     ->add_option("command", *words,
                  "the command; words after -- are joined with spaces")
     ->required();
-  cmd.run = [&g, flags, words] {
+  cmd.run = [&g, flags, words, detach, open_stdin] {
     auto opts = to_options(*flags);
     if (!opts)
       return usage_error(g, opts.error().message);
     auto command = join_words(*words);
+    if (*open_stdin && !*detach)
+      return usage_error(g, "run: --stdin needs --detach (a run's stdin is "
+                            "/dev/null)");
+    if (*detach)
+      return run_detached(g, command, *opts, *open_stdin);
     return with_session(
       g,
       [&](actors::blocking_session& s) {

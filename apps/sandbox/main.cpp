@@ -183,8 +183,9 @@ std::optional<int> check_scope(CLI::App& app, const global_options& g) {
   bool serving = app.get_subcommand("serve")->parsed();
   if (app.get_subcommand("session")->parsed() && !g.session.empty())
     return usage_error(g, "session: --session names the session of run, "
-                          "code, the file subcommands, info and mcp; "
-                          "`session stop ID` takes the id");
+                          "code, the file subcommands, info, mcp and the "
+                          "process subcommands; `session stop ID` takes the "
+                          "id");
   bool tls = !g.tls_cert.empty() || !g.tls_key.empty() || !g.tls_ca.empty();
   if (tls && g.nodes.empty() && !serving)
     return usage_error(g, "--tls-cert, --tls-key and --tls-ca secure the "
@@ -366,6 +367,10 @@ int main(int argc, char** argv) {
   commands.push_back(add_mcp(app, g));
   commands.push_back(add_serve(app, g));
   commands.push_back(add_info(app, g));
+  commands.push_back(add_ps(app, g));
+  commands.push_back(add_attach(app, g));
+  commands.push_back(add_send(app, g));
+  commands.push_back(add_kill(app, g));
   std::vector<std::string> args{argv + std::min(argc, 1), argv + argc};
   auto end = options_end(args);
   bool json = std::find(args.begin(), args.begin() + static_cast<long>(end),
