@@ -118,7 +118,8 @@ async function main() {
   step('tools/list');
   const { tools } = await client.listTools();
   const names = tools.map(t => t.name);
-  for (const name of ['shell', 'code', 'file_editor']) {
+  for (const name of ['shell', 'code', 'file_editor', 'process_start',
+                      'process_write', 'process_kill', 'process_list']) {
     assert.ok(names.includes(name), `tool ${name} in ${names}`);
     const tool = tools.find(t => t.name === name);
     assert.equal(tool.inputSchema.type, 'object');
@@ -229,6 +230,53 @@ async function main() {
   r = await client.callTool({
     name: 'file_editor', arguments: { command: 'view', path: work } });
   assert.match(text(r), /notes\.txt/);
+
+  step('processes: a Python REPL driven turn by turn');
+  r = await client.callTool({
+    name: 'process_start',
+    arguments: { command: 'python3 -u -i -q 2>&1', yield_seconds: 5 } });
+  assert.equal(r.isError, false, text(r));
+  assert.equal(r.structuredContent.running, true);
+  const repl = r.structuredContent.process_id;
+  r = await client.callTool({
+    name: 'process_write',
+    arguments: { process_id: repl, text: 'x = 6 * 7\nprint(x)\n',
+                 yield_seconds: 20 } });
+  assert.equal(r.isError, false, text(r));
+  assert.match(r.structuredContent.output, /42/);
+  r = await client.callTool({
+    name: 'process_write',
+    arguments: { process_id: repl, text: 'print(x + 1)\n', yield_seconds: 20 } });
+  assert.match(r.structuredContent.output, /43/);
+  assert.doesNotMatch(r.structuredContent.output, /42/,
+                      'the next call starts where the previous left off');
+
+  step('processes: an HTTP server, its log read back, then killed');
+  r = await client.callTool({
+    name: 'process_start',
+    arguments: { command: 'exec python3 -u -m http.server 0 --bind 127.0.0.1',
+                 yield_seconds: 20 } });
+  assert.equal(r.isError, false, text(r));
+  const server = r.structuredContent.process_id;
+  const port = /port (\d+)/.exec(r.structuredContent.output)?.[1];
+  assert.ok(port, `the server names its port: ${text(r)}`);
+  r = await client.callTool({
+    name: 'code',
+    arguments: { language: 'python3',
+                 code: 'import urllib.request\n' +
+                       `print(urllib.request.urlopen("http://127.0.0.1:${port}/").status)\n` } });
+  assert.match(text(r), /200/);
+  r = await client.callTool({
+    name: 'process_write',
+    arguments: { process_id: server, text: '', yield_seconds: 20 } });
+  assert.match(r.structuredContent.output, /GET \/ HTTP/);
+  r = await client.callTool({
+    name: 'process_kill', arguments: { process_id: server } });
+  assert.equal(r.isError, false, text(r));
+  assert.equal(r.structuredContent.running, false);
+  r = await client.callTool({ name: 'process_list', arguments: {} });
+  assert.deepEqual(r.structuredContent.processes.map(p => p.state),
+                   ['running', 'exited']);
 
   step('a malformed line: parse error, and the server still answers');
   child.stdin.write('{"jsonrpc": "2.0", "id": 99, "method": \n');
