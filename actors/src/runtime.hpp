@@ -143,6 +143,29 @@ public:
     return ++ids_;
   }
 
+  /// Reserves `bytes` of the output all long-lived processes may keep
+  /// together (`runtime_config::process_retain_total`); false, reserving
+  /// nothing, when that would pass it. Thread-safe.
+  bool reserve_process_output(uint64_t bytes) noexcept {
+    auto now = process_retained_.load();
+    do {
+      if (bytes > cfg_.process_retain_total
+          || now > cfg_.process_retain_total - bytes)
+        return false;
+    } while (!process_retained_.compare_exchange_weak(now, now + bytes));
+    return true;
+  }
+
+  /// Gives back what `reserve_process_output` reserved.
+  void release_process_output(uint64_t bytes) noexcept {
+    process_retained_ -= bytes;
+  }
+
+  /// What the node's processes have reserved.
+  uint64_t process_output_reserved() const noexcept {
+    return process_retained_.load();
+  }
+
   /// The guard that refuses and reports reads of denied paths in contained
   /// sessions, started at the first call; null where the host cannot give
   /// one (`isolation_support::read_watch`). Thread-safe.
@@ -164,6 +187,7 @@ private:
   std::unique_ptr<boost::asio::thread_pool> files_;
   std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();
   std::atomic<uint64_t> ids_{0};
+  std::atomic<uint64_t> process_retained_{0};
   std::mutex read_guard_mtx_;
   std::shared_ptr<sandbox::read_guard> read_guard_;
   bool read_guard_tried_ = false;

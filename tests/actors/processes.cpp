@@ -266,4 +266,36 @@ CAF_TEST(a stop ends every process of the session) {
   CAF_CHECK(after.error().code == sandbox::errc::session_stopped);
 }
 
+CAF_TEST(the node bounds the output its processes keep together) {
+  auto cfg = config();
+  cfg.process_retain_total = 3 << 20;
+  sandbox::actors::embedded_node small{cfg};
+  sandbox::actors::session_config scfg;
+  scfg.working_directory = dir.path + "/work";
+  scfg.home_directory = dir.path + "/home";
+  auto s = sandbox::actors::blocking_session::create(small, scfg);
+  SANDBOX_REQUIRE_OK(s);
+  process_options two_mib;
+  two_mib.retain = 2 << 20;
+  auto a = s->start_process("sleep 30", two_mib);
+  SANDBOX_REQUIRE_OK(a);
+  auto b = s->start_process("sleep 30", two_mib);
+  CAF_REQUIRE(!b);
+  CAF_CHECK(b.error().code == sandbox::errc::invalid_argument);
+  CAF_CHECK(b.error().message.find("at most 3145728 bytes together")
+            != std::string::npos);
+  // What is left still fits a smaller one.
+  process_options one_mib;
+  one_mib.retain = 1 << 20;
+  SANDBOX_REQUIRE_OK(s->start_process("true", one_mib));
+  // A stop gives every reservation back: a new session may use it all.
+  SANDBOX_REQUIRE_OK(s->stop());
+  auto t = sandbox::actors::blocking_session::create(small, scfg);
+  SANDBOX_REQUIRE_OK(t);
+  process_options three_mib;
+  three_mib.retain = 3 << 20;
+  SANDBOX_REQUIRE_OK(t->start_process("true", three_mib));
+  SANDBOX_REQUIRE_OK(t->stop());
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.capped_output
 #include "caf/test/unit_test.hpp"
+#include "helpers/byte_pattern.hpp"
 #include "helpers/check.hpp"
 
 #include <random>
@@ -11,19 +12,7 @@
 #include "sandbox/output/utf8_splitter.hpp"
 
 using sandbox::capped_output;
-
-namespace {
-
-/// Returns `n` bytes counting up from `first` modulo 251, so that every
-/// position of a long stream is recognisable.
-std::string pattern(uint64_t first, size_t n) {
-  std::string out(n, '\0');
-  for (size_t i = 0; i < n; ++i)
-    out[i] = static_cast<char>((first + i) % 251);
-  return out;
-}
-
-} // namespace
+using sandbox::test::byte_pattern;
 
 CAF_TEST(S9 output under the cap is kept exactly) {
   capped_output out{100};
@@ -39,7 +28,7 @@ CAF_TEST(S9 output under the cap is kept exactly) {
 CAF_TEST(S9 output of exactly the cap is kept exactly) {
   for (uint64_t cap : {1u, 2u, 7u, 64u}) {
     capped_output out{cap};
-    auto data = pattern(0, cap);
+    auto data = byte_pattern(0, cap);
     for (char c : data)
       out.append(std::string_view{&c, 1});
     CAF_CHECK(!out.truncated());
@@ -77,7 +66,7 @@ CAF_TEST(S9 head and tail are exact for any way of cutting the stream) {
   for (int round = 0; round < 200; ++round) {
     auto cap = std::uniform_int_distribution<uint64_t>{0, 64}(rng);
     auto total = std::uniform_int_distribution<size_t>{0, 400}(rng);
-    auto data = pattern(round, total);
+    auto data = byte_pattern(round, total);
     capped_output out{cap};
     std::string_view rest{data};
     while (!rest.empty()) {

@@ -1,5 +1,6 @@
 #define CAF_SUITE libsandbox.output_log
 #include "caf/test/unit_test.hpp"
+#include "helpers/byte_pattern.hpp"
 
 #include <random>
 #include <string>
@@ -9,17 +10,9 @@
 using sandbox::log_read;
 using sandbox::output_log;
 using sandbox::stream_kind;
+using sandbox::test::byte_pattern;
 
 namespace {
-
-/// `n` bytes whose value is their offset modulo 251: any byte read shows
-/// where it came from.
-std::string pattern(uint64_t first, size_t n) {
-  std::string out(n, '\0');
-  for (size_t i = 0; i < n; ++i)
-    out[i] = static_cast<char>((first + i) % 251);
-  return out;
-}
 
 std::string joined(const log_read& r) {
   std::string out;
@@ -64,7 +57,8 @@ CAF_TEST(chunks keep their stream and their order) {
 CAF_TEST(max bounds a read and the next read continues where it stopped) {
   output_log log{1 << 20};
   for (uint64_t at = 0; at < 100000; at += 777)
-    log.append(at % 2 ? stream_kind::err : stream_kind::out, pattern(at, 777));
+    log.append(at % 2 ? stream_kind::err : stream_kind::out,
+               byte_pattern(at, 777));
   uint64_t at = 0;
   std::string all;
   while (at < log.end()) {
@@ -76,13 +70,13 @@ CAF_TEST(max bounds a read and the next read continues where it stopped) {
     all += joined(r);
     at = r.next_offset;
   }
-  CAF_CHECK_EQUAL(all, pattern(0, log.end()));
+  CAF_CHECK_EQUAL(all, byte_pattern(0, log.end()));
 }
 
 CAF_TEST(what falls out of retention is reported as an exact gap) {
   output_log log{1000};
-  log.append(stream_kind::out, pattern(0, 600));
-  log.append(stream_kind::out, pattern(600, 600));
+  log.append(stream_kind::out, byte_pattern(0, 600));
+  log.append(stream_kind::out, byte_pattern(600, 600));
   CAF_CHECK_EQUAL(log.end(), 1200u);
   CAF_CHECK_EQUAL(log.begin(), 200u);
   CAF_CHECK_EQUAL(log.retained(), 1000u);
@@ -90,22 +84,22 @@ CAF_TEST(what falls out of retention is reported as an exact gap) {
   CAF_CHECK_EQUAL(r.gap, 150u);
   CAF_CHECK_EQUAL(r.offset, 200u);
   CAF_CHECK_EQUAL(r.next_offset, 1200u);
-  CAF_CHECK_EQUAL(joined(r), pattern(200, 1000));
+  CAF_CHECK_EQUAL(joined(r), byte_pattern(200, 1000));
   // A read inside the window has no gap.
   auto inside = log.read(700, 100);
   CAF_CHECK_EQUAL(inside.gap, 0u);
-  CAF_CHECK_EQUAL(joined(inside), pattern(700, 100));
+  CAF_CHECK_EQUAL(joined(inside), byte_pattern(700, 100));
 }
 
 CAF_TEST(a write larger than the retention keeps its tail) {
   output_log log{100};
   log.append(stream_kind::err, "x");
-  log.append(stream_kind::out, pattern(1, 1000));
+  log.append(stream_kind::out, byte_pattern(1, 1000));
   CAF_CHECK_EQUAL(log.end(), 1001u);
   CAF_CHECK_EQUAL(log.begin(), 901u);
   auto r = log.read(0, 1000);
   CAF_CHECK_EQUAL(r.gap, 901u);
-  CAF_CHECK_EQUAL(joined(r), pattern(901, 100));
+  CAF_CHECK_EQUAL(joined(r), byte_pattern(901, 100));
   CAF_REQUIRE_EQUAL(r.chunks.size(), 1u);
   CAF_CHECK(r.chunks[0].stream == stream_kind::out);
 }
@@ -136,7 +130,7 @@ CAF_TEST(readers at random offsets see every retained byte and exact gaps) {
   for (int round = 0; round < 2000; ++round) {
     auto n = std::uniform_int_distribution<size_t>{1, 3000}(rng);
     log.append(rng() % 3 == 0 ? stream_kind::err : stream_kind::out,
-               pattern(written, n));
+               byte_pattern(written, n));
     written += n;
     auto from = std::uniform_int_distribution<uint64_t>{0, written}(rng);
     auto max = std::uniform_int_distribution<uint64_t>{1, 8000}(rng);
@@ -146,7 +140,7 @@ CAF_TEST(readers at random offsets see every retained byte and exact gaps) {
     CAF_REQUIRE_EQUAL(r.gap, first - from);
     uint64_t last = std::min(written, first + max);
     CAF_REQUIRE_EQUAL(r.next_offset, last);
-    CAF_REQUIRE_EQUAL(joined(r), pattern(first, r.next_offset - first));
+    CAF_REQUIRE_EQUAL(joined(r), byte_pattern(first, r.next_offset - first));
     CAF_REQUIRE(log.retained() <= 5000u);
   }
 }

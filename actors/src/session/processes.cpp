@@ -102,6 +102,11 @@ struct handle_state {
 
 using handle_ptr = process_handle::stateful_pointer<handle_state>;
 
+/// Reads and waits that may wait at once per process; beyond, they are
+/// answered at once (as if their wait were 0), so that callers cannot
+/// make a process hold unbounded state.
+constexpr size_t max_waiters = 256;
+
 /// Waits up to `wait_ms` for `w` (answered by `wake` or the timeout).
 void park(handle_ptr self, waiter w, uint32_t wait_ms) {
   auto& st = self->state;
@@ -118,9 +123,11 @@ void ended(handle_ptr self, int32_t exit_code, exit_reason reason) {
   st.exit_code = exit_code;
   st.reason = reason;
   st.child = nullptr;
-  st.wake();
+  // The session first: whoever the wake answers and then asks the session
+  // (a list) finds the process counted as exited.
   if (auto session = caf::actor_cast<session_actor_impl>(st.session))
     self->send(session, exited_atom_v, st.number);
+  st.wake();
 }
 
 /// The handle of process `number`, the sink of its output from the start;
@@ -167,7 +174,8 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
           errc::invalid_argument,
           fmt::format("offset {} is past the end of the output of {} ({})",
                       from, st.id, st.log->end()));
-      if (from < st.log->end() || !st.running || wait_ms == 0 || max == 0)
+      if (from < st.log->end() || !st.running || wait_ms == 0 || max == 0
+          || st.waiters.size() >= max_waiters)
         return st.read(from, max);
       waiter w;
       w.from = from;
@@ -179,7 +187,7 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
     },
     [self](wait_atom, uint32_t wait_ms) -> caf::result<process_info> {
       auto& st = self->state;
-      if (!st.running || wait_ms == 0)
+      if (!st.running || wait_ms == 0 || st.waiters.size() >= max_waiters)
         return st.info();
       waiter w;
       w.is_wait = true;
@@ -255,7 +263,13 @@ caf::expected<process_handle> find_process(session_state& st,
     return caf::make_error(errc::invalid_argument,
                            fmt::format("no process {} in session {}", id,
                                        st.p.id));
-  return i->second;
+  return i->second.handle;
+}
+
+void drop_process(self_ptr self, const session_process& p) {
+  self->unlink_from(p.handle);
+  caf::anon_send_exit(p.handle, caf::exit_reason::user_shutdown);
+  self->state.p.rt->release_process_output(p.reserved);
 }
 
 caf::result<process_info> start_process(self_ptr self, std::string& cmd,
@@ -273,23 +287,32 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
   // for its result (which nobody reads), not an execution's 16 MiB.
   opts.exec.output_cap = process_result_cap;
   opts.exec.cancel_key.clear();
+  if (!st.p.rt->reserve_process_output(retain))
+    return caf::make_error(
+      errc::invalid_argument,
+      fmt::format("cannot start a process keeping {} bytes of output: the "
+                  "node's processes keep at most {} bytes together, and {} "
+                  "are taken (stop processes or sessions, or ask for a "
+                  "smaller retain)",
+                  retain, st.p.rt->config().process_retain_total,
+                  st.p.rt->process_output_reserved()));
   // Its handle is its sink, so it comes first; linked: it goes with the
-  // session.
+  // session. The session gives the reservation back when it lets go of
+  // the handle (`drop_process`).
   auto handle = self->spawn<caf::linked>(handle_behavior, number, cmd, retain,
                                          self->address());
   auto s = start(self, prepare(st, cmd, opts.exec, exec_id), opts.exec,
                  caf::actor_cast<chunk_sink>(handle), exec_id, std::nullopt,
                  true);
   if (!s) {
-    self->unlink_from(handle);
-    caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+    drop_process(self, session_process{handle, retain});
     return to_caf(s.error());
   }
   ++st.next_process;
   process_actor child = s->child.handle;
   auto pid = static_cast<int32_t>(s->child.pid);
   self->send(handle, start_atom_v, child, pid, opts.open_stdin);
-  st.processes.emplace(number, handle);
+  st.processes.emplace(number, session_process{handle, retain});
   process_info info;
   info.id = fmt::format("p-{}", number);
   info.command = cmd;
@@ -305,8 +328,7 @@ void process_exited(self_ptr self, uint64_t number) {
     auto oldest = st.exited_processes.front();
     st.exited_processes.pop_front();
     if (auto i = st.processes.find(oldest); i != st.processes.end()) {
-      self->unlink_from(i->second);
-      caf::anon_send_exit(i->second, caf::exit_reason::user_shutdown);
+      drop_process(self, i->second);
       st.processes.erase(i);
     }
   }

@@ -130,8 +130,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       }
       auto out = std::make_shared<std::vector<process_info>>();
       auto left = std::make_shared<size_t>(st.processes.size());
-      for (auto& [n, h] : st.processes)
-        self->request(h, caf::infinite, info_atom_v)
+      for (auto& [n, proc] : st.processes)
+        self->request(proc.handle, caf::infinite, info_atom_v)
           .then(
             [rp, out, left](process_info& i) mutable {
               out->push_back(std::move(i));

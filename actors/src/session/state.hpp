@@ -64,6 +64,13 @@ using process_handle = caf::typed_actor<
   caf::replies_to<kill_atom, int32_t>::with<ok_atom>,
   caf::replies_to<info_atom>::with<process_info>>;
 
+/// A long-lived process as its session holds it: its handle, and what its
+/// log reserved of the node's budget (`runtime::reserve_process_output`).
+struct session_process {
+  process_handle handle;
+  uint64_t reserved = 0;
+};
+
 /// One running child of a session, as the session tracks it (until its
 /// process actor reports the result).
 struct session_child {
@@ -110,7 +117,7 @@ struct session_state {
   /// Its long-lived processes' handles by number (`p-N`), running and
   /// exited; the exited ones in the order they ended (beyond
   /// `max_exited_processes` the oldest go).
-  std::map<uint64_t, process_handle> processes;
+  std::map<uint64_t, session_process> processes;
   std::deque<uint64_t> exited_processes;
   uint64_t next_process = 1;
   /// The filesystem worker; all file operations of the session.
@@ -150,8 +157,11 @@ struct session_state {
   ~session_state() {
     // Its processes' handles go with it (a session that ends normally does
     // not take its linked actors along).
-    for (auto& [n, h] : processes)
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    for (auto& [n, proc] : processes) {
+      caf::anon_send_exit(proc.handle, caf::exit_reason::user_shutdown);
+      if (p.rt)
+        p.rt->release_process_output(proc.reserved);
+    }
     if (stopped || !p.rt)
       return;
     if (cgroups)
@@ -206,6 +216,9 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
 /// the session has none, `session_stopped` after a stop.
 caf::expected<process_handle> find_process(session_state& st,
                                            const std::string& id);
+
+/// Lets go of process `p`: ends its handle, gives its reservation back.
+void drop_process(self_ptr self, const session_process& p);
 
 /// Process `number` has exited: the oldest exited beyond
 /// `max_exited_processes` go.

@@ -68,6 +68,14 @@ void maybe_complete_stop(self_ptr self) {
   // gone from the node.
   if (auto node = caf::actor_cast<node_actor_impl>(st.p.node))
     self->send(node, ended_atom_v, st.p.id);
+  // Its long-lived processes' handles end with it (every process has
+  // ended, and a stopped session answers `session_stopped` for them), and
+  // their reservations are free before the receipt goes out. They are
+  // linked, but a session that quits normally does not take them along.
+  for (auto& [n, proc] : st.processes)
+    drop_process(self, proc);
+  st.processes.clear();
+  st.exited_processes.clear();
   for (auto& w : st.stop_waiters)
     w.deliver(*st.receipt);
   st.stop_waiters.clear();
@@ -78,15 +86,6 @@ void maybe_complete_stop(self_ptr self) {
     if (auto p = caf::actor_cast<process_actor_impl>(addr))
       self->send(p, end_atom_v, exit_reason::stopped);
   st.finished.clear();
-  // Its long-lived processes' handles end with it: every process has
-  // ended, and a stopped session answers `session_stopped` for them. They
-  // are linked, but a session that quits normally does not take them.
-  for (auto& [n, h] : st.processes) {
-    self->unlink_from(h);
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
-  }
-  st.processes.clear();
-  st.exited_processes.clear();
   // The worker answers `session_stopped` to whoever still holds it.
   st.files = nullptr;
   // A stopped session lives on for local handles, answering

@@ -46,10 +46,7 @@ exec_options to_options(const toolbox_options& opts, const json& args,
     auto ms = static_cast<int64_t>(std::ceil(t->get<double>() * 1000.0));
     out.timeout = std::chrono::milliseconds{ms};
   }
-  out.cwd = args.value("cwd", std::string{});
-  if (auto env = args.find("env"); env != args.end())
-    for (auto& [key, value] : env->items())
-      out.env[key] = value.get<std::string>();
+  read_cwd_and_env(args, out);
   out.cancel_key = ctx.cancel_key.empty() ? "tool-" + make_uuid_v4()
                                           : ctx.cancel_key;
   out.output_cap = opts.output_cap;
@@ -133,6 +130,29 @@ tool_result to_tool_result(const result<exec_result>& r,
 
 } // namespace
 
+json cwd_schema(std::string_view whose) {
+  return {{"type", "string"},
+          {"description",
+           fmt::format("Working directory of {}; a relative path resolves "
+                       "against the session's working directory.",
+                       whose)}};
+}
+
+json env_schema(std::string_view whose) {
+  return {{"type", "object"},
+          {"additionalProperties", {{"type", "string"}}},
+          {"description",
+           fmt::format("Environment variables set for {} only, NAME: value.",
+                       whose)}};
+}
+
+void read_cwd_and_env(const json& args, exec_options& out) {
+  out.cwd = args.value("cwd", std::string{});
+  if (auto env = args.find("env"); env != args.end())
+    for (auto& [key, value] : env->items())
+      out.env[key] = value.get<std::string>();
+}
+
 tool shell_tool(const toolbox_options& opts) {
   tool t;
   t.name = "shell";
@@ -153,16 +173,8 @@ tool shell_tool(const toolbox_options& opts) {
            {"description", "The shell command line, e.g. \"ls -la && make "
                            "test\"."}}},
          {"timeout", timeout_schema()},
-         {"cwd",
-          {{"type", "string"},
-           {"description", "Working directory of the command; a relative path "
-                           "resolves against the session's working "
-                           "directory."}}},
-         {"env",
-          {{"type", "object"},
-           {"additionalProperties", {{"type", "string"}}},
-           {"description", "Environment variables set for this command only, "
-                           "NAME: value."}}}}},
+         {"cwd", cwd_schema("the command")},
+         {"env", env_schema("this command")}}},
        {"required", {"command"}},
        {"additionalProperties", false}};
   return t;

@@ -3,12 +3,22 @@
 // The tools that run something in the session: `shell` (a command) and
 // `code` (code with an interpreter). Both answer an execution result.
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "sandbox/client/blocking_session.hpp"
 #include "sandbox/tools/tools.hpp"
 
 namespace sandbox::actors::detail {
+
+/// The schema of a `cwd` member, and of an `env` member, of a tool that
+/// starts something (`whose`: "the command", "this process"...).
+nlohmann::json cwd_schema(std::string_view whose);
+nlohmann::json env_schema(std::string_view whose);
+
+/// `cwd` and `env` of arguments that passed such a schema.
+void read_cwd_and_env(const nlohmann::json& args, exec_options& out);
 
 /// The spec (name, description, schema) of `shell`.
 tool shell_tool(const toolbox_options& opts);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "tool_exec.hpp"
 #include "tool_text.hpp"
 
 namespace sandbox::actors::detail {
@@ -156,15 +157,8 @@ tool process_start_tool(const toolbox_options& opts) {
           {{"type", "string"},
            {"description", "The shell command line, e.g. \"python3 -m "
                            "http.server 8000\"."}}},
-         {"cwd",
-          {{"type", "string"},
-           {"description", "Working directory; a relative path resolves "
-                           "against the session's working directory."}}},
-         {"env",
-          {{"type", "object"},
-           {"additionalProperties", {{"type", "string"}}},
-           {"description", "Environment variables for this process only, "
-                           "NAME: value."}}},
+         {"cwd", cwd_schema("the process")},
+         {"env", env_schema("this process")},
          {"yield_seconds", yield_schema(10)}}},
        {"required", {"command"}},
        {"additionalProperties", false}};
@@ -241,10 +235,7 @@ tool_result call_process_start(blocking_session& session,
                                process_offsets& offsets, const json& args) {
   process_options popts;
   popts.open_stdin = true;
-  popts.exec.cwd = args.value("cwd", std::string{});
-  if (auto env = args.find("env"); env != args.end())
-    for (auto& [key, value] : env->items())
-      popts.exec.env[key] = value.get<std::string>();
+  read_cwd_and_env(args, popts.exec);
   auto p = session.start_process(args.at("command").get<std::string>(), popts);
   if (!p)
     return tool_failure(to_string(p.error().code), p.error().message);

@@ -55,6 +55,10 @@ struct runtime_config {
   size_t reactor_threads = 1;
   /// Retained bytes per stream of a result (§9); at least 1.
   uint64_t output_cap = default_output_cap;
+  /// Output the node's long-lived processes may keep together, running
+  /// and exited (each reserves its `retain` while its session lists it;
+  /// docs/processes.md). A start beyond it is refused.
+  uint64_t process_retain_total = uint64_t{1} << 30;
   /// SIGTERM, grace, SIGKILL (semantics §24): `first` a signal number, `grace`
   /// and `verify` not negative, `poll` positive.
   stop_plan stop;
