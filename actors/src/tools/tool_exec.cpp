@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sandbox/uuid.hpp"
+#include "tool_schema.hpp"
 #include "tool_text.hpp"
 
 namespace sandbox::actors::detail {
@@ -165,18 +166,15 @@ tool shell_tool(const toolbox_options& opts) {
     "(its head and tail; the result says how many bytes were dropped). A "
     "non-zero exit code is reported, not treated as a failure.",
     cap_phrase(opts));
-  t.input_schema
-    = {{"type", "object"},
-       {"properties",
-        {{"command",
-          {{"type", "string"},
-           {"description", "The shell command line, e.g. \"ls -la && make "
-                           "test\"."}}},
-         {"timeout", timeout_schema()},
-         {"cwd", cwd_schema("the command")},
-         {"env", env_schema("this command")}}},
-       {"required", {"command"}},
-       {"additionalProperties", false}};
+  t.input_schema = object_schema(
+    {{"command",
+      {{"type", "string"},
+       {"description", "The shell command line, e.g. \"ls -la && make "
+                       "test\"."}}},
+     {"timeout", timeout_schema()},
+     {"cwd", cwd_schema("the command")},
+     {"env", env_schema("this command")}},
+    {"command"});
   return t;
 }
 
@@ -191,18 +189,15 @@ tool code_tool(const toolbox_options& opts) {
     "directory. A missing interpreter ends with exit code 127. Each stream "
     "keeps at most {} (head and tail).",
     cap_phrase(opts));
-  t.input_schema
-    = {{"type", "object"},
-       {"properties",
-        {{"code",
-          {{"type", "string"}, {"description", "The program's source code."}}},
-         {"language",
-          {{"type", "string"},
-           {"description", "The interpreter's name, e.g. \"python3\"; letters, "
-                           "digits, '.', '_' and '-' only."}}},
-         {"timeout", timeout_schema()}}},
-       {"required", {"code", "language"}},
-       {"additionalProperties", false}};
+  t.input_schema = object_schema(
+    {{"code",
+      {{"type", "string"}, {"description", "The program's source code."}}},
+     {"language",
+      {{"type", "string"},
+       {"description", "The interpreter's name, e.g. \"python3\"; letters, "
+                       "digits, '.', '_' and '-' only."}}},
+     {"timeout", timeout_schema()}},
+    {"code", "language"});
   return t;
 }
 

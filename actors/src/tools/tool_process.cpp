@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tool_exec.hpp"
+#include "tool_schema.hpp"
 #include "tool_text.hpp"
 
 namespace sandbox::actors::detail {
@@ -150,18 +151,15 @@ tool process_start_tool(const toolbox_options& opts) {
     "`text`). The process keeps running until it exits, process_kill ends "
     "it, or the session ends.",
     opts.output_cap);
-  t.input_schema
-    = {{"type", "object"},
-       {"properties",
-        {{"command",
-          {{"type", "string"},
-           {"description", "The shell command line, e.g. \"python3 -m "
-                           "http.server 8000\"."}}},
-         {"cwd", cwd_schema("the process")},
-         {"env", env_schema("this process")},
-         {"yield_seconds", yield_schema(10)}}},
-       {"required", {"command"}},
-       {"additionalProperties", false}};
+  t.input_schema = object_schema(
+    {{"command",
+      {{"type", "string"},
+       {"description", "The shell command line, e.g. \"python3 -m "
+                       "http.server 8000\"."}}},
+     {"cwd", cwd_schema("the process")},
+     {"env", env_schema("this process")},
+     {"yield_seconds", yield_schema(10)}},
+    {"command"});
   return t;
 }
 
@@ -176,25 +174,22 @@ tool process_write_tool(const toolbox_options& opts) {
     "most {} bytes per call. Empty `text` only reads. `close_stdin` sends "
     "end of file after the text.",
     opts.output_cap);
-  t.input_schema
-    = {{"type", "object"},
-       {"properties",
-        {{"process_id", process_id_schema()},
-         {"text",
-          {{"type", "string"},
-           {"description", "Bytes to write to its stdin, as typed; may be "
-                           "empty."}}},
-         {"close_stdin",
-          {{"type", "boolean"},
-           {"description", "Close its stdin after the text (end of file)."}}},
-         {"from_offset",
-          {{"type", "integer"},
-           {"minimum", 0},
-           {"description", "Read its output from this offset instead of "
-                           "where the previous call left off."}}},
-         {"yield_seconds", yield_schema(2)}}},
-       {"required", {"process_id"}},
-       {"additionalProperties", false}};
+  t.input_schema = object_schema(
+    {{"process_id", process_id_schema()},
+     {"text",
+      {{"type", "string"},
+       {"description", "Bytes to write to its stdin, as typed; may be "
+                       "empty."}}},
+     {"close_stdin",
+      {{"type", "boolean"},
+       {"description", "Close its stdin after the text (end of file)."}}},
+     {"from_offset",
+      {{"type", "integer"},
+       {"minimum", 0},
+       {"description", "Read its output from this offset instead of "
+                       "where the previous call left off."}}},
+     {"yield_seconds", yield_schema(2)}},
+    {"process_id"});
   return t;
 }
 
@@ -205,15 +200,13 @@ tool process_kill_tool() {
     = "Send a signal to a process process_start started (its whole process "
       "group) and answer with its exit status once it has ended (up to 5 "
       "s; it may still run after that if it ignores the signal).";
-  t.input_schema = {{"type", "object"},
-                    {"properties",
-                     {{"process_id", process_id_schema()},
-                      {"signal",
-                       {{"type", "string"},
-                        {"enum", {"TERM", "KILL", "INT", "HUP"}},
-                        {"description", "The signal (default TERM)."}}}}},
-                    {"required", {"process_id"}},
-                    {"additionalProperties", false}};
+  t.input_schema
+    = object_schema({{"process_id", process_id_schema()},
+                     {"signal",
+                      {{"type", "string"},
+                       {"enum", {"TERM", "KILL", "INT", "HUP"}},
+                       {"description", "The signal (default TERM)."}}}},
+                    {"process_id"});
   return t;
 }
 
@@ -224,9 +217,7 @@ tool process_list_tool() {
     = "List the processes process_start started in this session, running "
       "and exited: id, command, whether it runs, its exit status, and the "
       "offset its output has reached.";
-  t.input_schema = {{"type", "object"},
-                    {"properties", json::object()},
-                    {"additionalProperties", false}};
+  t.input_schema = object_schema(json::object());
   return t;
 }
 

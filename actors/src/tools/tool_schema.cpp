@@ -153,6 +153,15 @@ std::string explain(const json& schema, const json& args,
 
 } // namespace
 
+json object_schema(json properties, std::vector<std::string> required) {
+  json out = {{"type", "object"},
+              {"properties", std::move(properties)},
+              {"additionalProperties", false}};
+  if (!required.empty())
+    out["required"] = std::move(required);
+  return out;
+}
+
 struct tool_schema::impl {
   std::string tool;
   json schema;

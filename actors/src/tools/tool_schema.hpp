@@ -5,12 +5,18 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sandbox/errc.hpp"
 
 namespace sandbox::actors::detail {
+
+/// The input schema of a tool: an object of `properties`, `required`
+/// among them, and no other member.
+nlohmann::json object_schema(nlohmann::json properties,
+                             std::vector<std::string> required = {});
 
 /// A compiled input schema of one tool.
 class tool_schema {
