@@ -32,7 +32,7 @@ struct log_read {
 /// the oldest byte it holds and says how many bytes it skipped. Reading
 /// never consumes: any number of readers see the same bytes.
 ///
-/// Memory: the retained bytes plus one small record per chunk written
+/// Memory: the retained bytes plus one small record per chunk retained
 /// (chunks of one stream that follow each other are merged while the last
 /// one is small). Owner: one actor; not thread-safe.
 class output_log {
