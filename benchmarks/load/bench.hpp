@@ -223,6 +223,10 @@ std::vector<row> run_contained(const options& opt);
 /// CAF's default: exec `true` at concurrency 1 and 8, session round trips.
 std::vector<row> run_scheduler(const options& opt);
 
+/// 13: long-lived processes: first byte of an attach, memory per idle
+/// process.
+std::vector<row> run_processes(const options& opt);
+
 // -- helpers run as children --------------------------------------------------
 
 /// Runs the helper mode `mode` of this executable (a child of a scenario)

@@ -56,6 +56,10 @@ std::vector<group> all_groups() {
      "the node's scheduler (sharing, stealing, tuned stealing) vs CAF's "
      "default: exec at concurrency 1 and 8, session round trips",
      run_scheduler},
+    {"processes", 13,
+     "long-lived processes: first byte of an attach over loopback, memory "
+     "per idle process",
+     run_processes},
   };
 }
 
