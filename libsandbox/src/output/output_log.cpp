@@ -34,8 +34,12 @@ void output_log::append(stream_kind stream, std::string_view bytes) {
   if (!pieces_.empty() && pieces_.back().stream == stream
       && pieces_.back().data.size() < merge_below)
     pieces_.back().data.append(bytes);
-  else
+  else {
+    // The last piece is complete: it gives back what its appends reserved.
+    if (!pieces_.empty())
+      pieces_.back().data.shrink_to_fit();
     pieces_.push_back(piece{stream, start, std::string{bytes}});
+  }
   retained_ += bytes.size();
   if (retained_ > retain_)
     drop_front(retained_ - retain_);

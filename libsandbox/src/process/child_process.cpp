@@ -140,20 +140,71 @@ void child_process::grow(pipe_reader& r) {
   (void) ::fcntl(r.fd.native_handle(), F_SETPIPE_SZ, max_pipe_size());
 }
 
+namespace {
+
+/// Where the reactor thread reads a quiet stream (`read_size` bytes, made
+/// at its first read): one buffer per reactor thread, not two per child.
+/// The bytes are copied out in the same handler.
+char* staging() {
+  thread_local std::unique_ptr<char[]> buf;
+  if (!buf)
+    buf.reset(new char[child_process::read_size]);
+  return buf.get();
+}
+
+} // namespace
+
 void child_process::start_read(stream_kind stream) {
   auto& r = reader(stream);
   if (r.reading || r.eof || r.credit <= 0 || !r.fd.is_open())
     return;
   r.reading = true;
-  r.fd.async_read_some(asio::buffer(r.data(), r.size()),
-                       [self = shared_from_this(),
-                        stream](boost::system::error_code ec, size_t n) {
-                         self->on_read(stream, ec, n);
-                       });
+  if (r.big) {
+    r.fd.async_read_some(asio::buffer(r.big.get(), max_read_size),
+                         [self = shared_from_this(),
+                          stream](boost::system::error_code ec, size_t n) {
+                           auto& big = self->reader(stream).big;
+                           self->on_read(stream, ec, big.get(), n);
+                         });
+    return;
+  }
+  // Waits, then reads: no speculative read of an empty pipe, and no
+  // buffer held while the child is quiet.
+  r.fd.async_wait(asio::posix::stream_descriptor::wait_read,
+                  [self = shared_from_this(),
+                   stream](boost::system::error_code ec) {
+                    self->on_ready(stream, ec);
+                  });
+}
+
+void child_process::on_ready(stream_kind stream, boost::system::error_code ec) {
+  auto& r = reader(stream);
+  if (ec) {
+    on_read(stream, ec, nullptr, 0);
+    return;
+  }
+  auto* buf = staging();
+  ssize_t n;
+  do
+    n = ::read(r.fd.native_handle(), buf, read_size);
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    // Woken without bytes (another wake-up took them): wait again.
+    r.reading = false;
+    start_read(stream);
+    return;
+  }
+  if (n < 0) {
+    on_read(stream,
+            boost::system::error_code{errno, boost::system::system_category()},
+            nullptr, 0);
+    return;
+  }
+  on_read(stream, {}, buf, static_cast<size_t>(n));
 }
 
 void child_process::on_read(stream_kind stream, boost::system::error_code ec,
-                            size_t n) {
+                            const char* data, size_t n) {
   auto& r = reader(stream);
   r.reading = false;
   if (ec || n == 0) {
@@ -161,11 +212,11 @@ void child_process::on_read(stream_kind stream, boost::system::error_code ec,
     return;
   }
   if (auto& kept = kept_[stream == stream_kind::out ? 0 : 1]) {
-    kept->append(std::string_view{r.data(), n});
+    kept->append(std::string_view{data, n});
   } else {
     --r.credit;
     if (events_.on_output)
-      events_.on_output(stream, std::string(r.data(), n));
+      events_.on_output(stream, std::string(data, n));
   }
   if (r.draining) {
     r.drain_left -= std::min(r.drain_left, n);

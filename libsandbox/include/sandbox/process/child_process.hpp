@@ -143,12 +143,10 @@ private:
       : fd(strand) {
     }
     boost::asio::posix::stream_descriptor fd;
-    std::array<char, read_size> buf;
-    /// `max_read_size` bytes once the stream proved busy; null before.
+    /// `max_read_size` bytes once the stream proved busy; null before: a
+    /// quiet stream is read on readiness into the reactor thread's buffer
+    /// (`staging`), so that a child that prints little holds no buffer.
     std::unique_ptr<char[]> big;
-    char* data() noexcept {
-      return big ? big.get() : buf.data();
-    }
     size_t size() const noexcept {
       return big ? max_read_size : read_size;
     }
@@ -168,7 +166,12 @@ private:
   /// Releases the pid from the reaper's registry once it is reaped.
   void release();
   void start_read(stream_kind stream);
-  void on_read(stream_kind stream, boost::system::error_code ec, size_t n);
+  /// A quiet stream is readable (or failed): reads it into `staging`.
+  void on_ready(stream_kind stream, boost::system::error_code ec);
+  /// `n` bytes at `data` came from `stream` (or the stream ended: `ec` set
+  /// or `n` 0).
+  void on_read(stream_kind stream, boost::system::error_code ec,
+               const char* data, size_t n);
   /// The linger ended: closes `stream` now, or once what its pipe holds
   /// was read.
   void finish_after_drain(stream_kind stream);
