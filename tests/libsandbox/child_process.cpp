@@ -1,9 +1,11 @@
 #define CAF_SUITE libsandbox.child_process
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
+#include "helpers/temp_dir.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -431,6 +433,43 @@ CAF_TEST(streamed output comes piece by piece and then one report) {
   CAF_CHECK_EQUAL(r.kept.out, "");
   CAF_CHECK_EQUAL(r.kept.err, "");
   CAF_CHECK_EQUAL(r.reports, 1);
+}
+
+CAF_TEST(quiet streams of children side by side keep their own bytes) {
+  // Each child's streams are read on readiness into one buffer of the
+  // reactor thread: children writing at once, in many small writes and
+  // bursts on both streams, must each get exactly their own bytes.
+  std::vector<std::future<finished_report>> runs;
+  for (char c : {'a', 'b', 'c'})
+    runs.push_back(std::async(std::launch::async, [this, c] {
+      return run_streamed(
+        *this, std::string{"for i in $(seq 1 200); do printf "} + c
+                 + "; printf " + static_cast<char>(c - 'a' + 'x')
+                 + " >&2; done; head -c 300000 /dev/zero | tr '\\0' " + c);
+    }));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto r = runs[i].get();
+    SANDBOX_REQUIRE_OK(r.status);
+    char c = static_cast<char>('a' + i);
+    CAF_CHECK_EQUAL(r.streamed[0], std::string(200 + 300000, c));
+    CAF_CHECK_EQUAL(r.streamed[1],
+                    std::string(200, static_cast<char>('x' + i)));
+  }
+}
+
+CAF_TEST(output that comes after a quiet spell is read) {
+  sandbox::test::temp_dir dir;
+  auto fifo = dir.path + "/gate";
+  CAF_REQUIRE_EQUAL(::mkfifo(fifo.c_str(), 0600), 0);
+  // The child waits on the FIFO with nothing written: its stream is
+  // waited on before any byte exists. The test opens the FIFO's write
+  // end once the child is started, and closes it.
+  std::thread gate{
+    [&] { sandbox::unique_fd w{::open(fifo.c_str(), O_WRONLY | O_CLOEXEC)}; }};
+  auto r = run_streamed(*this, "cat '" + fifo + "' > /dev/null; echo late");
+  gate.join();
+  SANDBOX_REQUIRE_OK(r.status);
+  CAF_CHECK_EQUAL(r.streamed[0], "late\n");
 }
 
 CAF_TEST(a background job delays a streamed report by the linger only) {

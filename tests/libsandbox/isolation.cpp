@@ -3,7 +3,9 @@
 #include "helpers/check.hpp"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +16,10 @@
 #include "contain/session_identity.hpp"
 #include "helpers/can_contain.hpp"
 #include "helpers/temp_dir.hpp"
+#include "io/fd_message.hpp"
 #include "sandbox/contain/contained_session.hpp"
+#include "sandbox/contain/isolation.hpp"
+#include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/io/reactor.hpp"
 #include "sandbox/process/launcher.hpp"
 
@@ -166,6 +171,73 @@ CAF_TEST(both launch paths put the command in every namespace of the session) {
     CAF_CHECK_EQUAL(own_ns("/proc/thread-self/ns/pid_for_children"),
                     own_ns("/proc/self/ns/pid"));
   }
+}
+
+CAF_TEST(a session socket pair gives each launch its own listener) {
+  if (!host_can_contain() || !sandbox::host_isolation().syscall_watch)
+    return;
+  auto s = contained_session::start(spec());
+  CAF_REQUIRE(s);
+  int pair[2];
+  CAF_REQUIRE_EQUAL(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair),
+                    0);
+  sandbox::unique_fd ours{pair[0]};
+  sandbox::unique_fd theirs{pair[1]};
+  sandbox::unique_fd node{
+    static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0))};
+  CAF_REQUIRE(node);
+  // What a failed launch would leave: a message with a descriptor, here
+  // the only write end of a pipe, so that its closing shows as the end of
+  // the pipe.
+  int p[2];
+  CAF_REQUIRE_EQUAL(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  sandbox::unique_fd stale_read{p[0]};
+  {
+    uint64_t tag = 0;
+    sandbox::fd_message m{&tag, sizeof tag};
+    *m.attach() = p[1];
+    CAF_REQUIRE_EQUAL(::sendmsg(theirs.get(), &m.msg, 0),
+                      static_cast<ssize_t>(sizeof tag));
+    ::close(p[1]);
+  }
+  auto notify_fd = [](int fd) {
+    char buf[64] = {};
+    auto link = "/proc/self/fd/" + std::to_string(fd);
+    auto n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+    return n > 0
+           && std::string(buf, static_cast<size_t>(n))
+                == "anon_inode:seccomp notify";
+  };
+  for (bool entering : {false, true}) {
+    CAF_MESSAGE("entering child: " << entering);
+    sandbox::force_entering_child(entering);
+    sandbox::launch_spec l;
+    l.executable = "/bin/sh";
+    l.argv = {"sh", "-c", "exit 0"};
+    l.cwd = wd.path;
+    l.env = {{"PATH", "/usr/bin:/bin"}};
+    l.contain.ns_pidfd = (*s)->init_pidfd();
+    l.contain.landlock_ruleset = (*s)->ruleset_fd();
+    l.contain.watch_filter = sandbox::watch_filter();
+    l.contain.report_pair[0] = ours.get();
+    l.contain.report_pair[1] = theirs.get();
+    l.contain.node_pidfd = node.get();
+    auto child = sandbox::launch(l);
+    sandbox::force_entering_child(false);
+    SANDBOX_REQUIRE_OK(child);
+    CAF_CHECK(notify_fd(child->watch_listener.get()));
+    // Nothing is left in the pair for the next launch.
+    char byte;
+    CAF_CHECK_EQUAL(::recv(ours.get(), &byte, 1, MSG_DONTWAIT), -1);
+    child->watch_listener.reset();
+    int status = 0;
+    while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR)
+      ;
+    CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  // The stale message's descriptor was closed by the first launch.
+  char byte;
+  CAF_CHECK_EQUAL(::read(stale_read.get(), &byte, 1), 0);
 }
 
 CAF_TEST(a command writes its directories and nothing else) {
