@@ -63,26 +63,7 @@ void append_block(std::string& text, const std::string& data) {
 
 /// "[exit code 0]", "[exit code 124: timed out after 2 s]"...
 std::string exit_line(const exec_result& r, std::chrono::milliseconds timeout) {
-  switch (r.reason) {
-    case exit_reason::exited:
-      return fmt::format("[exit code {}]", r.exit_code);
-    case exit_reason::signalled: {
-      auto sig = r.exit_code - 128;
-      const char* name = ::sigabbrev_np(sig);
-      return fmt::format(
-        "[exit code {}: killed by signal {}{}]", r.exit_code, sig,
-        name != nullptr ? fmt::format(" (SIG{})", name) : std::string{});
-    }
-    case exit_reason::timeout:
-      return fmt::format("[exit code {}: timed out after {:g} s]", r.exit_code,
-                         static_cast<double>(timeout.count()) / 1000.0);
-    case exit_reason::cancelled:
-      return fmt::format("[exit code {}: cancelled]", r.exit_code);
-    case exit_reason::stopped:
-      return fmt::format("[exit code {}: the session was stopped]",
-                         r.exit_code);
-  }
-  return fmt::format("[exit code {}]", r.exit_code);
+  return "[" + exit_phrase(r.exit_code, r.reason, timeout) + "]";
 }
 
 /// The tool result of an execution (see docs/mcp.md, "Tools").
@@ -130,6 +111,31 @@ tool_result to_tool_result(const result<exec_result>& r,
 }
 
 } // namespace
+
+std::string exit_phrase(int32_t exit_code, exit_reason reason,
+                        std::chrono::milliseconds timeout) {
+  switch (reason) {
+    case exit_reason::exited:
+      return fmt::format("exit code {}", exit_code);
+    case exit_reason::signalled: {
+      auto sig = exit_code - 128;
+      const char* name = ::sigabbrev_np(sig);
+      return fmt::format("exit code {}: killed by signal {}{}", exit_code, sig,
+                         name != nullptr ? fmt::format(" (SIG{})", name)
+                                         : std::string{});
+    }
+    case exit_reason::timeout:
+      if (timeout.count() <= 0)
+        return fmt::format("exit code {}: timed out", exit_code);
+      return fmt::format("exit code {}: timed out after {:g} s", exit_code,
+                         static_cast<double>(timeout.count()) / 1000.0);
+    case exit_reason::cancelled:
+      return fmt::format("exit code {}: cancelled", exit_code);
+    case exit_reason::stopped:
+      return fmt::format("exit code {}: the session was stopped", exit_code);
+  }
+  return fmt::format("exit code {}", exit_code);
+}
 
 json cwd_schema(std::string_view whose) {
   return {{"type", "string"},

@@ -3,6 +3,9 @@
 // The tools that run something in the session: `shell` (a command) and
 // `code` (code with an interpreter). Both answer an execution result.
 
+#include <chrono>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +14,12 @@
 #include "sandbox/tools/tools.hpp"
 
 namespace sandbox::actors::detail {
+
+/// "exit code 0", "exit code 137: killed by signal 9 (SIGKILL)", "exit
+/// code 124: timed out after 2 s" (`timeout` 0: without the figure)...:
+/// how an ended command is told in a tool's text.
+std::string exit_phrase(int32_t exit_code, exit_reason reason,
+                        std::chrono::milliseconds timeout);
 
 /// The schema of a `cwd` member, and of an `env` member, of a tool that
 /// starts something (`whose`: "the command", "this process"...).

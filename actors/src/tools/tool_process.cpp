@@ -1,7 +1,6 @@
 #include "tool_process.hpp"
 
 #include <signal.h>
-#include <string.h>
 
 #include <chrono>
 #include <cmath>
@@ -47,24 +46,15 @@ std::chrono::milliseconds yield_of(const json& args, double fallback) {
   return std::chrono::milliseconds{static_cast<int64_t>(std::ceil(s * 1000))};
 }
 
-/// "[exit code 0]", "[exit code 137: killed by signal 9 (SIGKILL)]".
+/// "[process p-1 is running; ...]", "[process p-1 ended: exit code 0]".
 std::string status_line(const std::string& id, bool running, int32_t exit_code,
                         exit_reason reason, uint64_t next_offset) {
   if (running)
     return fmt::format("[process {} is running; its output continues at "
                        "offset {}]",
                        id, next_offset);
-  if (reason == exit_reason::signalled) {
-    auto sig = exit_code - 128;
-    const char* name = ::sigabbrev_np(sig);
-    return fmt::format(
-      "[process {} ended: exit code {}: killed by signal {}{}]", id, exit_code,
-      sig, name != nullptr ? fmt::format(" (SIG{})", name) : std::string{});
-  }
-  if (reason == exit_reason::exited)
-    return fmt::format("[process {} ended: exit code {}]", id, exit_code);
-  return fmt::format("[process {} ended: exit code {} ({})]", id, exit_code,
-                     to_string(reason));
+  return fmt::format("[process {} ended: {}]", id,
+                     exit_phrase(exit_code, reason, {}));
 }
 
 /// Reads `id` from `from` until it ends, `yield` passes, the output paused
