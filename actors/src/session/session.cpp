@@ -128,28 +128,31 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         rp.deliver(std::vector<process_info>{});
         return rp;
       }
-      auto out = std::make_shared<std::vector<process_info>>();
-      auto left = std::make_shared<size_t>(st.processes.size());
+      // By number: the answers come in any order, the list goes out in
+      // the order the processes started.
+      struct gathering {
+        std::map<uint64_t, process_info> got;
+        size_t left = 0;
+      };
+      auto g = std::make_shared<gathering>();
+      g->left = st.processes.size();
+      auto one_done = [rp, g]() mutable {
+        if (--g->left > 0)
+          return;
+        std::vector<process_info> out;
+        for (auto& [n, i] : g->got)
+          out.push_back(std::move(i));
+        rp.deliver(std::move(out));
+      };
       for (auto& [n, proc] : st.processes)
         self->request(proc.handle, caf::infinite, info_atom_v)
           .then(
-            [rp, out, left](process_info& i) mutable {
-              out->push_back(std::move(i));
-              if (--*left == 0) {
-                std::sort(out->begin(), out->end(),
-                          [](const process_info& a, const process_info& b) {
-                            return a.id.size() != b.id.size()
-                                     ? a.id.size() < b.id.size()
-                                     : a.id < b.id;
-                          });
-                rp.deliver(std::move(*out));
-              }
+            [g, n = n, one_done](process_info& i) mutable {
+              g->got.emplace(n, std::move(i));
+              one_done();
             },
-            [rp, out, left](caf::error&) mutable {
-              // A handle that went meanwhile is not listed.
-              if (--*left == 0)
-                rp.deliver(std::move(*out));
-            });
+            // A handle that went meanwhile is not listed.
+            [one_done](caf::error&) mutable { one_done(); });
       return rp;
     },
     [self](exited_atom, uint64_t number) { process_exited(self, number); },
