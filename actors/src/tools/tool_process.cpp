@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -46,15 +47,19 @@ std::chrono::milliseconds yield_of(const json& args, double fallback) {
   return std::chrono::milliseconds{static_cast<int64_t>(std::ceil(s * 1000))};
 }
 
-/// "[process p-1 is running; ...]", "[process p-1 ended: exit code 0]".
-std::string status_line(const std::string& id, bool running, int32_t exit_code,
-                        exit_reason reason, uint64_t next_offset) {
+/// "[process p-1 is running; ...]", "[process p-1 ended: exit code 0]";
+/// an ended process with `more` output to read says where it continues.
+std::string status_line(const std::string& id, bool running, bool more,
+                        int32_t exit_code, exit_reason reason,
+                        uint64_t next_offset) {
   if (running)
     return fmt::format("[process {} is running; its output continues at "
                        "offset {}]",
                        id, next_offset);
-  return fmt::format("[process {} ended: {}]", id,
-                     exit_phrase(exit_code, reason, {}));
+  return fmt::format(
+    "[process {} ended: {}{}]", id, exit_phrase(exit_code, reason, {}),
+    more ? fmt::format("; its output continues at offset {}", next_offset)
+         : std::string{});
 }
 
 /// Reads `id` from `from` until it ends, `yield` passes, the output paused
@@ -64,9 +69,11 @@ tool_result collect(blocking_session& session, const toolbox_options& opts,
                     uint64_t from, std::chrono::milliseconds yield) {
   auto deadline = steady::now() + yield;
   std::string out;
+  // Bytes no longer kept, at the start or (a slow call on a fast
+  // process) between two reads.
   uint64_t gap = 0;
   uint64_t at = from;
-  bool first = true;
+  std::optional<uint64_t> first_offset;
   process_output last;
   for (;;) {
     auto now = steady::now();
@@ -78,9 +85,9 @@ tool_result collect(blocking_session& session, const toolbox_options& opts,
     auto r = session.read_process(id, at, wait, room);
     if (!r)
       return tool_failure(to_string(r.error().code), r.error().message);
-    if (first)
-      gap = r->gap;
-    first = false;
+    gap += r->gap;
+    if (!first_offset)
+      first_offset = r->offset;
     for (auto& c : r->chunks)
       out += c.data;
     at = r->next_offset;
@@ -90,23 +97,23 @@ tool_result collect(blocking_session& session, const toolbox_options& opts,
         || (empty && (!out.empty() || steady::now() >= deadline)))
       break;
   }
+  // Stopped at the cap: more may wait, ended or not.
+  bool capped = out.size() >= opts.output_cap;
   offsets.set(id, at);
   tool_result res;
   auto text = to_valid_utf8(out);
   if (gap > 0)
-    res.text += fmt::format("[{} bytes of output before this were no longer "
-                            "kept]\n",
-                            gap);
+    res.text += fmt::format("[{} bytes of output were no longer kept]\n", gap);
   res.text += text;
   if (!text.empty() && text.back() != '\n')
     res.text += '\n';
-  bool more = !last.running && at < last.next_offset;
-  res.text += status_line(id, last.running || more, last.exit_code, last.reason,
+  res.text += status_line(id, last.running, capped, last.exit_code, last.reason,
                           at);
   res.text += '\n';
-  res.structured = {{"process_id", id},  {"running", last.running},
-                    {"output", text},    {"offset", from + gap},
-                    {"next_offset", at}, {"gap", gap}};
+  res.structured
+    = {{"process_id", id},  {"running", last.running},
+       {"output", text},    {"offset", first_offset.value_or(from)},
+       {"next_offset", at}, {"gap", gap}};
   if (!last.running) {
     res.structured["exit_code"] = last.exit_code;
     res.structured["exit_reason"] = to_string(last.reason);
@@ -253,8 +260,8 @@ tool_result call_process_kill(blocking_session& session, const json& args) {
   if (!info)
     return tool_failure(to_string(info.error().code), info.error().message);
   tool_result res;
-  res.text = status_line(id, info->running, info->exit_code, info->reason,
-                         info->next_offset)
+  res.text = status_line(id, info->running, false, info->exit_code,
+                         info->reason, info->next_offset)
              + "\n";
   res.structured = {{"process_id", id}, {"running", info->running}};
   if (!info->running) {
