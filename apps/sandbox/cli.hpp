@@ -249,9 +249,27 @@ command add_attach(CLI::App& app, global_options& g);
 command add_send(CLI::App& app, global_options& g);
 command add_kill(CLI::App& app, global_options& g);
 
+command add_resize(CLI::App& app, global_options& g);
+
 /// `run --detach`: starts `command` as a process of --session's session
 /// and prints its id (docs/processes.md).
 int run_detached(const global_options& g, const std::string& command,
-                 const exec_options& opts, bool open_stdin);
+                 const actors::process_options& popts);
+
+/// `run --tty` without --detach: runs `command` on a terminal connected to
+/// the CLI's (raw mode; the window's size followed unless `size_given`);
+/// the exit status is the command's.
+int run_terminal(const global_options& g, const std::string& command,
+                 actors::process_options popts, bool size_given);
+
+/// Runs `body` in --session's session; a usage error naming `name`
+/// without --session.
+int with_existing_session(
+  const global_options& g, std::string_view name,
+  const std::function<int(actors::blocking_session&)>& body);
+
+/// A process as `ps --json` and `run --detach --json` print it.
+nlohmann::ordered_json process_json(const actors::process_info& p,
+                                    const std::string& session);
 
 } // namespace sandbox::cli

@@ -85,7 +85,7 @@ int stream_and_exit(
       put_bytes(j, c.data);
       ok = print_json(j);
     } else {
-      ok = emit(c.stream == stream_kind::out ? 1 : 2, c.data);
+      ok = emit(c.stream == stream_kind::err ? 2 : 1, c.data);
     }
     if (!ok && !cancelled) {
       cancelled = true;
@@ -171,6 +171,12 @@ command add_run(CLI::App& app, global_options& g) {
   auto words = std::make_shared<std::vector<std::string>>();
   auto detach = std::make_shared<bool>(false);
   auto open_stdin = std::make_shared<bool>(false);
+  struct terminal_flags {
+    bool tty = false;
+    int rows = 0;
+    int cols = 0;
+  };
+  auto term = std::make_shared<terminal_flags>();
   command cmd;
   cmd.sub = app.add_subcommand(
     "run", "run a shell command (/bin/sh -c; its stdin is /dev/null); the "
@@ -182,11 +188,26 @@ command add_run(CLI::App& app, global_options& g) {
                     "(see ps, attach, send, kill)");
   cmd.sub->add_flag("--stdin", *open_stdin,
                     "with --detach: keep the process's stdin open for send");
+  cmd.sub->add_flag("--tty,-t", term->tty,
+                    "run the command on a terminal of its own: connected to "
+                    "the CLI's (raw mode, the window's size followed; the "
+                    "exit status is the command's), or with --detach for "
+                    "attach, send and resize");
+  cmd.sub
+    ->add_option("--rows", term->rows,
+                 "with --tty: the terminal's rows, 1 to 10000 "
+                 "(default: the CLI's window's, else 24)")
+    ->check(CLI::Range(1, 10000));
+  cmd.sub
+    ->add_option("--cols", term->cols,
+                 "with --tty: the terminal's columns, 1 to 10000 "
+                 "(default: the CLI's window's, else 80)")
+    ->check(CLI::Range(1, 10000));
   cmd.sub
     ->add_option("command", *words,
                  "the command; words after -- are joined with spaces")
     ->required();
-  cmd.run = [&g, flags, words, detach, open_stdin] {
+  cmd.run = [&g, flags, words, detach, open_stdin, term] {
     auto opts = to_options(*flags);
     if (!opts)
       return usage_error(g, opts.error().message);
@@ -194,8 +215,19 @@ command add_run(CLI::App& app, global_options& g) {
     if (*open_stdin && !*detach)
       return usage_error(g, "run: --stdin needs --detach (a run's stdin is "
                             "/dev/null)");
+    bool size_given = term->rows > 0 || term->cols > 0;
+    if (size_given && !term->tty)
+      return usage_error(g, "run: --rows and --cols need --tty");
+    actors::process_options popts;
+    popts.exec = *opts;
+    popts.open_stdin = *open_stdin;
+    popts.tty = term->tty;
+    popts.rows = static_cast<uint16_t>(term->rows > 0 ? term->rows : 24);
+    popts.cols = static_cast<uint16_t>(term->cols > 0 ? term->cols : 80);
     if (*detach)
-      return run_detached(g, command, *opts, *open_stdin);
+      return run_detached(g, command, popts);
+    if (term->tty)
+      return run_terminal(g, command, popts, size_given);
     return with_session(
       g,
       [&](actors::blocking_session& s) {

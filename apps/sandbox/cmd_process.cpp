@@ -2,7 +2,8 @@
 // "Processes"): `run --detach` starts one, `ps` lists them, `attach` writes
 // a process's output from an offset and follows it, `send` copies the
 // CLI's stdin to the process's, `kill` signals it. All need --session: a
-// session of a remote node, which outlives the CLI.
+// session of a remote node, which outlives the CLI. Terminals:
+// cmd_terminal.cpp.
 
 #include <signal.h>
 #include <string.h>
@@ -27,22 +28,6 @@ constexpr uint64_t attach_chunk = 1 << 20;
 /// soon as some comes).
 constexpr auto follow_wait = std::chrono::seconds{30};
 
-/// Runs `body` in --session's session; a usage error without --session.
-int with_existing_session(
-  const global_options& g, std::string_view name,
-  const std::function<int(actors::blocking_session&)>& body) {
-  if (g.session.empty())
-    return usage_error(
-      g, fmt::format("{}: needs --session ID, a session of a remote node "
-                     "(--node) that outlives the CLI (sandbox session "
-                     "create)",
-                     name));
-  auto acquired = acquire_session(g, {});
-  if (!acquired)
-    return report(g, acquired.error());
-  return body(acquired->session);
-}
-
 /// A signal by name (TERM, SIGTERM, term) or number.
 result<int> parse_signal(const std::string& text) {
   if (!text.empty()
@@ -66,15 +51,33 @@ result<int> parse_signal(const std::string& text) {
                            quote_for_message(text))};
 }
 
-nlohmann::ordered_json info_json(const actors::process_info& p,
-                                 const std::string& session) {
+} // namespace
+
+/// Runs `body` in --session's session; a usage error without --session.
+int with_existing_session(
+  const global_options& g, std::string_view name,
+  const std::function<int(actors::blocking_session&)>& body) {
+  if (g.session.empty())
+    return usage_error(
+      g, fmt::format("{}: needs --session ID, a session of a remote node "
+                     "(--node) that outlives the CLI (sandbox session "
+                     "create)",
+                     name));
+  auto acquired = acquire_session(g, {});
+  if (!acquired)
+    return report(g, acquired.error());
+  return body(acquired->session);
+}
+
+nlohmann::ordered_json process_json(const actors::process_info& p,
+                                    const std::string& session) {
   nlohmann::ordered_json j{{"type", "process"},
                            {"id", p.id},
                            {"session", session},
                            {"command", p.command},
                            {"pid", p.pid},
                            {"state", p.running ? "running" : "exited"},
-                           {"tty", false},
+                           {"tty", p.tty},
                            {"stdin_open", p.stdin_open},
                            {"next_offset", p.next_offset},
                            {"retained_from", p.retained_from}};
@@ -83,26 +86,6 @@ nlohmann::ordered_json info_json(const actors::process_info& p,
     j["exit_reason"] = std::string{to_string(p.reason)};
   }
   return j;
-}
-
-} // namespace
-
-int run_detached(const global_options& g, const std::string& command,
-                 const exec_options& opts, bool open_stdin) {
-  return with_existing_session(g, "run --detach",
-                               [&](actors::blocking_session& s) {
-                                 actors::process_options popts;
-                                 popts.exec = opts;
-                                 popts.open_stdin = open_stdin;
-                                 auto p = s.start_process(command, popts);
-                                 if (!p)
-                                   return report(g, p.error());
-                                 if (g.json)
-                                   print_json(info_json(*p, g.session));
-                                 else
-                                   emit(1, p->id + "\n");
-                                 return output_status(exit_ok);
-                               });
 }
 
 command add_ps(CLI::App& app, global_options& g) {
@@ -117,7 +100,7 @@ command add_ps(CLI::App& app, global_options& g) {
         return report(g, l.error());
       for (auto& p : *l) {
         if (g.json)
-          print_json(info_json(p, g.session));
+          print_json(process_json(p, g.session));
         else
           emit(1,
                fmt::format("{} {} {} {}\n", p.id,
@@ -202,7 +185,7 @@ command add_attach(CLI::App& app, global_options& g) {
             put_bytes(j, c.data);
             ok = print_json(j);
           } else {
-            ok = emit(c.stream == stream_kind::out ? 1 : 2, c.data);
+            ok = emit(c.stream == stream_kind::err ? 2 : 1, c.data);
           }
           if (!ok)
             return output_status(exit_error);

@@ -371,6 +371,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_attach(app, g));
   commands.push_back(add_send(app, g));
   commands.push_back(add_kill(app, g));
+  commands.push_back(add_resize(app, g));
   std::vector<std::string> args{argv + std::min(argc, 1), argv + argc};
   auto end = options_end(args);
   bool json = std::find(args.begin(), args.begin() + static_cast<long>(end),

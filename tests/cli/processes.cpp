@@ -131,4 +131,33 @@ CAF_TEST(process subcommands name what is wrong) {
   CAF_CHECK(no_session.out.find("ps: needs --session") != std::string::npos);
 }
 
+CAF_TEST(run detach tty then resize reaches the process terminal) {
+  auto started = cli("--json run --detach --tty --rows 10 --cols 20 -- "
+                     "'trap \"stty size; exit 0\" WINCH; stty size; "
+                     "while :; do sleep 1 & wait $!; done'");
+  CAF_REQUIRE_EQUAL(started.status, 0);
+  auto p = json_lines(started.out).at(0);
+  CAF_CHECK_EQUAL(p["id"], "p-1");
+  CAF_CHECK_EQUAL(p["tty"], true);
+  // The trap is set once the first size is out: only then resize.
+  std::string seen;
+  for (int i = 0; i < 100 && seen.find("10 20") == std::string::npos; ++i)
+    seen = cli("attach p-1 --from-start --no-follow").out;
+  REQUIRE_THAT(seen.find("10 20\r\n") != std::string::npos, seen);
+  auto resized = cli("resize p-1 --rows 11 --cols 21", true);
+  CAF_REQUIRE_EQUAL(resized.status, 0);
+  auto attached = cli("attach p-1 --from-start");
+  CAF_CHECK_EQUAL(attached.status, 0);
+  CAF_CHECK_EQUAL(attached.out, "10 20\r\n11 21\r\n");
+  auto ps = cli("--json ps");
+  CAF_CHECK_EQUAL(json_lines(ps.out).at(0)["tty"], true);
+  auto plain = cli("run --detach -- sleep 30");
+  CAF_REQUIRE_EQUAL(plain.status, 0);
+  auto refused = cli("resize p-2 --rows 5 --cols 5", true);
+  CAF_CHECK_EQUAL(refused.status, 1);
+  CHECK_THAT(refused.out.find("p-2 has no terminal") != std::string::npos,
+             refused.out);
+  CAF_CHECK_EQUAL(cli("kill p-2 --signal KILL").status, 0);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -108,3 +108,11 @@
     if (!(cond))                                                               \
       CAF_ERROR(msg);                                                          \
   } while (false)
+
+/// A requirement that says why it failed (`msg` is streamed, as for
+/// CAF_FAIL).
+#define REQUIRE_THAT(cond, msg)                                                \
+  do {                                                                         \
+    if (!(cond))                                                               \
+      CAF_FAIL(msg);                                                           \
+  } while (false)

@@ -280,6 +280,11 @@ result<void> blocking_session::kill_process(const std::string& id,
   return after_stop(ask_ok(*sys_, handle_, kill_atom_v, id, sig));
 }
 
+result<void> blocking_session::resize_process(const std::string& id,
+                                              uint16_t rows, uint16_t cols) {
+  return after_stop(ask_ok(*sys_, handle_, resize_atom_v, id, rows, cols));
+}
+
 result<process_info>
 blocking_session::wait_process(const std::string& id,
                                std::chrono::milliseconds wait) {

@@ -292,6 +292,14 @@ process_behavior(self_ptr self, std::optional<process_params> params) {
         st.child->signal_group(sig);
       return ok_atom_v;
     },
+    [self](resize_atom, uint16_t rows, uint16_t cols) -> caf::result<ok_atom> {
+      auto& st = self->state;
+      if (!st.child || !st.child->has_terminal())
+        return caf::make_error(errc::invalid_argument,
+                               "the process has no terminal to resize");
+      st.child->resize(terminal_size{rows, cols});
+      return ok_atom_v;
+    },
     [self](wait_atom) -> caf::result<exec_result> {
       auto& st = self->state;
       if (!st.started)

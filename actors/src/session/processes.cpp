@@ -41,6 +41,7 @@ struct handle_state {
   std::unique_ptr<output_log> log;
   bool running = true;
   bool stdin_open = false;
+  bool tty = false;
   int32_t exit_code = 0;
   exit_reason reason = exit_reason::exited;
   uint64_t next_waiter = 0;
@@ -53,6 +54,7 @@ struct handle_state {
     i.pid = pid;
     i.running = running;
     i.stdin_open = stdin_open && running;
+    i.tty = tty;
     i.exit_code = exit_code;
     i.reason = reason;
     i.next_offset = log->end();
@@ -102,6 +104,17 @@ struct handle_state {
 
 using handle_ptr = process_handle::stateful_pointer<handle_state>;
 
+/// A terminal's size is 1 to `max_terminal_side` rows and columns.
+result<void> check_terminal_size(uint16_t rows, uint16_t cols) {
+  if (rows == 0 || cols == 0 || rows > max_terminal_side
+      || cols > max_terminal_side)
+    return error{errc::invalid_argument,
+                 fmt::format("invalid terminal size {} rows x {} columns: "
+                             "each must be 1 to {}",
+                             rows, cols, max_terminal_side)};
+  return {};
+}
+
 /// Reads and waits that may wait at once per process; beyond, they are
 /// answered at once (as if their wait were 0), so that callers cannot
 /// make a process hold unbounded state.
@@ -134,8 +147,11 @@ void ended(handle_ptr self, int32_t exit_code, exit_reason reason) {
 /// its process actor comes with `start_atom` once the child runs.
 process_handle::behavior_type
 handle_behavior(handle_ptr self, uint64_t number, std::string command,
-                uint64_t retain, caf::actor_addr session) {
+                uint64_t retain, bool tty, caf::actor_addr session) {
   auto& st = self->state;
+  // Known from the start: output may come before `start_atom` does (it
+  // comes from the process actor, `start_atom` from the session).
+  st.tty = tty;
   st.id = fmt::format("p-{}", number);
   st.number = number;
   st.command = std::move(command);
@@ -162,7 +178,8 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
     },
     [self](chunk_atom, output_chunk& c) -> ack_atom {
       // Never holds the process back: the log keeps the newest bytes.
-      self->state.log->append(c.stream, c.data);
+      auto& st = self->state;
+      st.log->append(st.tty ? stream_kind::pty : c.stream, c.data);
       self->state.wake();
       return ack_atom_v;
     },
@@ -223,7 +240,9 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
       auto& st = self->state;
       if (!st.running || !st.stdin_open)
         return ok_atom_v;
-      st.stdin_open = false;
+      // A terminal stays open: its process actor types ^D instead.
+      if (!st.tty)
+        st.stdin_open = false;
       return self->delegate(st.child, close_atom_v);
     },
     [self](kill_atom, int32_t sig) -> caf::result<ok_atom> {
@@ -231,6 +250,19 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
       if (!st.running)
         return st.exited_error();
       return self->delegate(st.child, kill_atom_v, sig);
+    },
+    [self](resize_atom, uint16_t rows, uint16_t cols) -> caf::result<ok_atom> {
+      auto& st = self->state;
+      if (auto ok = check_terminal_size(rows, cols); !ok)
+        return to_caf(ok.error());
+      if (!st.running)
+        return st.exited_error();
+      if (!st.tty)
+        return caf::make_error(errc::invalid_argument,
+                               fmt::format("process {} has no terminal to "
+                                           "resize",
+                                           st.id));
+      return self->delegate(st.child, resize_atom_v, rows, cols);
     },
     [self](info_atom) -> process_info { return self->state.info(); },
   };
@@ -280,6 +312,9 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
       errc::invalid_argument,
       fmt::format("retain {} is more than a process may keep ({})", opts.retain,
                   max_process_retain));
+  if (opts.tty)
+    if (auto ok = check_terminal_size(opts.rows, opts.cols); !ok)
+      return to_caf(ok.error());
   auto retain = opts.retain == 0 ? default_process_retain : opts.retain;
   auto exec_id = st.p.rt->next_id();
   auto number = st.next_process;
@@ -300,8 +335,14 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
   // session. The session gives the reservation back when it lets go of
   // the handle (`drop_process`).
   auto handle = self->spawn<caf::linked>(handle_behavior, number, cmd, retain,
-                                         self->address());
-  auto s = start(self, prepare(st, cmd, opts.exec, exec_id), opts.exec,
+                                         opts.tty, self->address());
+  auto spec = prepare(st, cmd, opts.exec, exec_id);
+  if (spec && opts.tty) {
+    spec->terminal = terminal_size{opts.rows, opts.cols};
+    if (opts.exec.env.count("TERM") == 0 && st.p.env.count("TERM") == 0)
+      spec->env["TERM"] = "xterm-256color";
+  }
+  auto s = start(self, std::move(spec), opts.exec,
                  caf::actor_cast<chunk_sink>(handle), exec_id, std::nullopt,
                  true);
   if (!s) {
@@ -311,13 +352,15 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
   ++st.next_process;
   process_actor child = s->child.handle;
   auto pid = static_cast<int32_t>(s->child.pid);
-  self->send(handle, start_atom_v, child, pid, opts.open_stdin);
+  auto stdin_open = opts.open_stdin || opts.tty;
+  self->send(handle, start_atom_v, child, pid, stdin_open);
   st.processes.emplace(number, session_process{handle, retain});
   process_info info;
   info.id = fmt::format("p-{}", number);
   info.command = cmd;
   info.pid = pid;
-  info.stdin_open = opts.open_stdin;
+  info.stdin_open = stdin_open;
+  info.tty = opts.tty;
   return info;
 }
 

@@ -110,6 +110,13 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
         return std::move(h.error());
       return self->delegate(*h, kill_atom_v, sig);
     },
+    [self](resize_atom, const std::string& id, uint16_t rows,
+           uint16_t cols) -> caf::result<ok_atom> {
+      auto h = find_process(self->state, id);
+      if (!h)
+        return std::move(h.error());
+      return self->delegate(*h, resize_atom_v, rows, cols);
+    },
     [self](wait_atom, const std::string& id,
            uint32_t wait_ms) -> caf::result<process_info> {
       auto h = find_process(self->state, id);

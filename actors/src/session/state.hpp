@@ -62,6 +62,7 @@ using process_handle = caf::typed_actor<
   caf::replies_to<stdin_atom, std::string>::with<ok_atom>,
   caf::replies_to<close_atom>::with<ok_atom>,
   caf::replies_to<kill_atom, int32_t>::with<ok_atom>,
+  caf::replies_to<resize_atom, uint16_t, uint16_t>::with<ok_atom>,
   caf::replies_to<info_atom>::with<process_info>>;
 
 /// A long-lived process as its session holds it: its handle, and what its

@@ -36,6 +36,15 @@ json yield_schema(double fallback) {
                        fallback)}};
 }
 
+json terminal_side_schema(const char* what, int fallback) {
+  return {{"type", "integer"},
+          {"minimum", 1},
+          {"maximum", max_terminal_side},
+          {"description",
+           fmt::format("{} of the terminal with `tty` (default {}).", what,
+                       fallback)}};
+}
+
 json process_id_schema() {
   return {{"type", "string"},
           {"description", "The process id process_start answered, e.g. "
@@ -155,6 +164,16 @@ tool process_start_tool(const toolbox_options& opts) {
                        "http.server 8000\"."}}},
      {"cwd", cwd_schema("the process")},
      {"env", env_schema("this process")},
+     {"tty",
+      {{"type", "boolean"},
+       {"description",
+        "Run it on a pseudo-terminal (for programs that want one: a REPL "
+        "with line editing, an interactive installer, a full-screen tool): "
+        "its output is then one stream, as a terminal shows it (CR LF line "
+        "ends, echo of what process_write types, escape sequences), and "
+        "\"\\u0003\" written with process_write is ^C."}}},
+     {"rows", terminal_side_schema("Rows", 24)},
+     {"cols", terminal_side_schema("Columns", 80)},
      {"yield_seconds", yield_schema(10)}},
     {"command"});
   return t;
@@ -224,6 +243,9 @@ tool_result call_process_start(blocking_session& session,
   process_options popts;
   popts.open_stdin = true;
   read_cwd_and_env(args, popts.exec);
+  popts.tty = args.value("tty", false);
+  popts.rows = args.value("rows", uint16_t{24});
+  popts.cols = args.value("cols", uint16_t{80});
   auto p = session.start_process(args.at("command").get<std::string>(), popts);
   if (!p)
     return tool_failure(to_string(p.error().code), p.error().message);
@@ -286,6 +308,7 @@ tool_result call_process_list(blocking_session& session) {
                  {"command", to_valid_utf8(p.command)},
                  {"pid", p.pid},
                  {"state", p.running ? "running" : "exited"},
+                 {"tty", p.tty},
                  {"next_offset", p.next_offset},
                  {"retained_from", p.retained_from}};
     if (!p.running) {

@@ -30,9 +30,11 @@ enum class exit_reason : uint8_t {
 
 std::string_view to_string(exit_reason x) noexcept;
 
-/// Which output stream a chunk came from.
-enum class stream_kind : uint8_t { out, err };
+/// Which output stream a chunk came from: stdout, stderr, or the one
+/// stream of a process on a terminal (docs/processes.md).
+enum class stream_kind : uint8_t { out, err, pty };
 
+/// "stdout", "stderr" or "pty".
 std::string_view to_string(stream_kind x) noexcept;
 
 /// A piece of a child's output as it arrived (§8: never splits a UTF-8

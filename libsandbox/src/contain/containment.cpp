@@ -2,9 +2,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -227,6 +229,7 @@ result<void> containment::start() {
     report_pair_[1].reset(pair[1]);
   }
   node_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  open_devpts();
   if (cover_)
     cover_->bind(session_->init_pid());
   if (auto ok = start_network(); !ok) {
@@ -242,6 +245,23 @@ result<void> containment::start() {
   return {};
 }
 
+void containment::open_devpts() {
+  // Opened before any command ran, when nothing of the session could have
+  // put anything else at the path; checked to be a devpts all the same.
+  auto path = fmt::format("/proc/{}/root/dev/pts", session_->init_pid());
+  unique_fd dir{
+    ::open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+  struct statfs fs;
+  if (!dir || ::fstatfs(dir.get(), &fs) != 0
+      || fs.f_type != DEVPTS_SUPER_MAGIC) {
+    log::logger()->warn("session {}: no devpts of its own at {}: commands "
+                        "cannot have terminals",
+                        settings_.session_id, path);
+    return;
+  }
+  pts_dir_ = std::move(dir);
+}
+
 void containment::prepare(launch_spec& spec) const {
   auto& c = spec.contain;
   c.ns_pidfd = session_->init_pidfd();
@@ -255,6 +275,7 @@ void containment::prepare(launch_spec& spec) const {
   c.report_pair[0] = report_pair_[0].get();
   c.report_pair[1] = report_pair_[1].get();
   c.node_pidfd = node_pidfd_.get();
+  c.pts_dir = pts_dir_.get();
   auto join = limits_->join_fds();
   for (size_t i = 0; i < join.size() && i < 2; ++i)
     c.join_cgroups[i] = join[i];

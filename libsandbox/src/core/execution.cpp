@@ -21,7 +21,15 @@ std::string_view to_string(exit_reason x) noexcept {
 }
 
 std::string_view to_string(stream_kind x) noexcept {
-  return x == stream_kind::out ? "stdout" : "stderr";
+  switch (x) {
+    case stream_kind::out:
+      return "stdout";
+    case stream_kind::err:
+      return "stderr";
+    case stream_kind::pty:
+      return "pty";
+  }
+  return "unknown";
 }
 
 std::string_view to_string(violation_kind x) noexcept {

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,13 @@ namespace sandbox {
 
 namespace asio = boost::asio;
 
+namespace {
+
+/// The id of a write nobody waits for (a terminal's end of file).
+constexpr uint64_t unreported_write = ~uint64_t{0};
+
+} // namespace
+
 result<std::shared_ptr<child_process>>
 child_process::start(reactor& r, const launch_spec& spec) {
   auto launched = launch(spec);
@@ -43,9 +51,16 @@ child_process::start(reactor& r, const launch_spec& spec) {
   self->cgroup_ = spec.cgroup;
   self->cgroup_reuse_ = spec.cgroup_reuse;
   self->out_.fd.assign(c.stdout_r.release());
-  self->err_.fd.assign(c.stderr_r.release());
   self->out_.fd.non_blocking(true);
-  self->err_.fd.non_blocking(true);
+  if (c.stderr_r) {
+    self->err_.fd.assign(c.stderr_r.release());
+    self->err_.fd.non_blocking(true);
+  } else {
+    // A terminal: one stream, which ends when the last holder of the
+    // terminal's peer closes it (the master's read fails with EIO).
+    self->err_.eof = true;
+    self->terminal_ = true;
+  }
   if (c.stdin_w) {
     self->stdin_.assign(c.stdin_w.release());
     self->stdin_.non_blocking(true);
@@ -351,12 +366,12 @@ void child_process::pump_stdin() {
       self->writing_ = false;
       auto done = std::move(self->writes_.front());
       self->writes_.erase(self->writes_.begin());
-      if (self->events_.on_stdin_written)
+      if (self->events_.on_stdin_written && done.id != unreported_write)
         self->events_.on_stdin_written(done.id, ec ? ec.value() : 0);
       if (ec) {
         // The child closed its stdin: fail every queued write the same way.
         for (auto& w : self->writes_)
-          if (self->events_.on_stdin_written)
+          if (self->events_.on_stdin_written && w.id != unreported_write)
             self->events_.on_stdin_written(w.id, ec.value());
         self->writes_.clear();
         boost::system::error_code ignored;
@@ -369,6 +384,18 @@ void child_process::pump_stdin() {
 
 void child_process::close_stdin() {
   asio::post(strand_, [self = shared_from_this()] {
+    if (self->terminal_) {
+      // A terminal stays open: end of file is its EOF character (^D), as
+      // typed, after the pending writes; nobody is told of this write.
+      struct termios t;
+      char eof = '\x04';
+      if (self->stdin_.is_open()
+          && ::tcgetattr(self->stdin_.native_handle(), &t) == 0)
+        eof = static_cast<char>(t.c_cc[VEOF]);
+      self->writes_.push_back({unreported_write, std::string(1, eof)});
+      self->pump_stdin();
+      return;
+    }
     self->close_stdin_after_writes_ = true;
     self->pump_stdin();
   });
@@ -403,6 +430,21 @@ void child_process::finish_after_drain(stream_kind stream) {
   r.draining = true;
   r.drain_left = static_cast<size_t>(pending);
   start_read(stream);
+}
+
+void child_process::resize(terminal_size size) {
+  asio::post(strand_, [self = shared_from_this(), size] {
+    // The master stays open as the stdin's descriptor after the output
+    // ended (a background job may still hold the terminal).
+    auto& fd = self->stdin_.is_open() ? self->stdin_ : self->out_.fd;
+    if (!self->terminal_ || !fd.is_open())
+      return;
+    struct winsize ws = {};
+    ws.ws_row = size.rows;
+    ws.ws_col = size.cols;
+    // The kernel sends SIGWINCH to the terminal's foreground group.
+    (void) ::ioctl(fd.native_handle(), TIOCSWINSZ, &ws);
+  });
 }
 
 void child_process::signal_group(int sig) const noexcept {

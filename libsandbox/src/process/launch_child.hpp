@@ -47,6 +47,7 @@ enum child_stage : int {
   stage_landlock,
   stage_seccomp,
   stage_identity,
+  stage_terminal,
 };
 
 /// What the child needs, prepared by the parent; `err` and `stage` are
@@ -64,6 +65,9 @@ struct child_plan {
   /// The `cgroup.procs` of the execution's cgroup on the `clone` path: the
   /// child moves itself there ("0") before the exec. -1 otherwise.
   int cgroup_procs = -1;
+  /// 0, 1 and 2 are a terminal: the child leads a new session and makes
+  /// it its controlling terminal.
+  bool terminal = false;
   /// The node's pid: a child whose parent is already gone gives up.
   pid_t parent = 0;
   /// A contained launch (see `enter_session`); -1 otherwise.

@@ -5,12 +5,14 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -76,6 +78,44 @@ result<void> above_stdio(unique_fd& fd) {
   return {};
 }
 
+/// A new pseudo-terminal of `size`: its master and its peer (the child's
+/// end), both close-on-exec and neither a controlling terminal yet. Made
+/// in the devpts `pts_dir` (a contained session's own), or on the host's
+/// `/dev/ptmx` when -1. The peer comes from the master (`TIOCGPTPEER`), not
+/// from a path under /dev/pts.
+result<void> open_terminal(int pts_dir, const terminal_size& size,
+                           unique_fd& master, unique_fd& peer) {
+  auto where = pts_dir >= 0 ? "the session's /dev/pts/ptmx" : "/dev/ptmx";
+  master.reset(
+    pts_dir >= 0
+      ? ::openat(pts_dir, "ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW)
+      : ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!master)
+    return make_errno_error(errno,
+                            fmt::format("cannot make a terminal: {}", where));
+  int unlock = 0;
+  struct winsize ws = {};
+  ws.ws_row = size.rows;
+  ws.ws_col = size.cols;
+  if (::ioctl(master.get(), TIOCSPTLCK, &unlock) != 0
+      || ::ioctl(master.get(), TIOCSWINSZ, &ws) != 0)
+    return make_errno_error(errno, fmt::format("cannot set up a terminal of {}",
+                                               where));
+  // UTF-8 input: a line editor's backspace erases a whole character.
+  struct termios t;
+  if (::tcgetattr(master.get(), &t) == 0) {
+    t.c_iflag |= IUTF8;
+    (void) ::tcsetattr(master.get(), TCSANOW, &t);
+  }
+  peer.reset(::ioctl(master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!peer)
+    return make_errno_error(errno,
+                            fmt::format("cannot open the peer of a terminal "
+                                        "of {}",
+                                        where));
+  return {};
+}
+
 /// Explains E2BIG: the kernel has a limit per string and one for all of
 /// them together.
 error too_long(const launch_spec& spec, const exec_arrays& arrays) {
@@ -131,7 +171,8 @@ SANDBOX_CHILD_FN int child_main(void* arg) {
   // leads a new session as well, so that it has no controlling terminal
   // (none to open as /dev/tty, none to type into): its group is still its
   // pid.
-  if ((r = p->inner ? child_sys(SYS_setsid) : child_sys(SYS_setpgid, 0, 0))
+  if ((r = p->inner || p->terminal ? child_sys(SYS_setsid)
+                                   : child_sys(SYS_setpgid, 0, 0))
       < 0) {
     stage = stage_pgid;
     goto fail;
@@ -150,6 +191,12 @@ SANDBOX_CHILD_FN int child_main(void* arg) {
       || (r = child_sys(SYS_dup3, p->fd_out, 1, 0)) < 0
       || (r = child_sys(SYS_dup3, p->fd_err, 2, 0)) < 0) {
     stage = stage_stdio;
+    goto fail;
+  }
+  // A terminal becomes the controlling terminal of the session it leads:
+  // job control, ^C to the foreground group, SIGWINCH on a resize.
+  if (p->terminal && (r = child_sys(SYS_ioctl, 0, TIOCSCTTY, 0)) < 0) {
+    stage = stage_terminal;
     goto fail;
   }
   if ((r = child_sys(SYS_chdir, reinterpret_cast<long>(p->cwd))) < 0) {
@@ -237,6 +284,11 @@ error child_failure(const child_plan& plan, const launch_spec& spec,
                    fmt::format("cannot start {} in cgroup {}: {}",
                                spec.executable, spec.cgroup,
                                std::strerror(err))};
+    case stage_terminal:
+      return error{errc::io_error,
+                   fmt::format("cannot start {}: cannot make its terminal "
+                               "its controlling terminal: {}",
+                               spec.executable, std::strerror(err))};
     case stage_setns:
     case stage_clone_inner:
     case stage_no_new_privs:
@@ -265,21 +317,38 @@ result<launched_child> launch(const launch_spec& spec) {
   unique_fd stdin_r;
   unique_fd stdout_w;
   unique_fd stderr_w;
-  if (spec.pipe_stdin) {
-    if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
+  if (spec.terminal) {
+    if (spec.contain.ns_pidfd >= 0 && spec.contain.pts_dir < 0)
+      return error{errc::io_error,
+                   fmt::format("cannot start {} with a terminal: its "
+                               "contained session has no /dev/pts of its own",
+                               spec.executable)};
+    if (auto ok = open_terminal(spec.contain.pts_dir, *spec.terminal,
+                                child.stdout_r, stdout_w);
+        !ok)
       return ok.error();
+    if (auto ok = above_stdio(stdout_w); !ok)
+      return ok.error();
+    child.stdin_w.reset(::fcntl(child.stdout_r.get(), F_DUPFD_CLOEXEC, 0));
+    if (!child.stdin_w)
+      return make_errno_error(errno, "fcntl F_DUPFD_CLOEXEC");
   } else {
-    stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!stdin_r)
-      return make_errno_error(errno, "/dev/null");
-  }
-  if (auto ok = make_pipe(child.stdout_r, stdout_w); !ok)
-    return ok.error();
-  if (auto ok = make_pipe(child.stderr_r, stderr_w); !ok)
-    return ok.error();
-  for (auto* fd : {&stdin_r, &stdout_w, &stderr_w})
-    if (auto ok = above_stdio(*fd); !ok)
+    if (spec.pipe_stdin) {
+      if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
+        return ok.error();
+    } else {
+      stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!stdin_r)
+        return make_errno_error(errno, "/dev/null");
+    }
+    if (auto ok = make_pipe(child.stdout_r, stdout_w); !ok)
       return ok.error();
+    if (auto ok = make_pipe(child.stderr_r, stderr_w); !ok)
+      return ok.error();
+    for (auto* fd : {&stdin_r, &stdout_w, &stderr_w})
+      if (auto ok = above_stdio(*fd); !ok)
+        return ok.error();
+  }
   auto opened = detail::open_cgroup_dir(spec.cgroup);
   if (!opened)
     return opened.error();
@@ -290,9 +359,10 @@ result<launched_child> launch(const launch_spec& spec) {
   plan.argv = arrays.argv.data();
   plan.envp = arrays.envp.data();
   plan.cwd = spec.cwd.c_str();
-  plan.fd_in = stdin_r.get();
   plan.fd_out = stdout_w.get();
-  plan.fd_err = stderr_w.get();
+  plan.fd_in = spec.terminal ? plan.fd_out : stdin_r.get();
+  plan.fd_err = spec.terminal ? plan.fd_out : stderr_w.get();
+  plan.terminal = spec.terminal.has_value();
   plan.parent = ::getpid();
   alignas(64) char stack[child_stack_size];
   int pidfd = -1;

@@ -169,12 +169,24 @@ struct process_options {
   /// Bytes of output it keeps (the newest); 0: `default_process_retain`.
   /// At most `max_process_retain`.
   uint64_t retain = 0;
+  /// It runs on a pseudo-terminal of `rows` x `cols` (1 to
+  /// `max_terminal_side` each): the leader of a new session with the
+  /// terminal as its controlling terminal, its output one stream
+  /// (`stream_kind::pty`), its stdin always open (`open_stdin` is
+  /// ignored), `TERM=xterm-256color` unless the session's or the call's
+  /// environment sets `TERM`.
+  bool tty = false;
+  uint16_t rows = 24;
+  uint16_t cols = 80;
 };
+
+/// The most rows or columns a terminal may have.
+constexpr uint16_t max_terminal_side = 10000;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_options& x) {
   return f(caf::meta::type_name("sandbox::actors::process_options"), x.exec,
-           x.open_stdin, x.retain);
+           x.open_stdin, x.retain, x.tty, x.rows, x.cols);
 }
 
 /// What a session tells about one of its processes.
@@ -186,6 +198,8 @@ struct process_info {
   int32_t pid = 0;
   bool running = true;
   bool stdin_open = false;
+  /// It runs on a terminal (`process_options::tty`).
+  bool tty = false;
   /// Once it has exited: its status, as an execution's.
   int32_t exit_code = 0;
   exit_reason reason = exit_reason::exited;
@@ -198,8 +212,8 @@ struct process_info {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_info& x) {
   return f(caf::meta::type_name("sandbox::actors::process_info"), x.id,
-           x.command, x.pid, x.running, x.stdin_open, x.exit_code, x.reason,
-           x.next_offset, x.retained_from);
+           x.command, x.pid, x.running, x.stdin_open, x.tty, x.exit_code,
+           x.reason, x.next_offset, x.retained_from);
 }
 
 /// The answer to a read of a process's output.
@@ -364,6 +378,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(sandbox, caf::first_custom_type_id)
   CAF_ADD_ATOM(sandbox, sandbox::actors, proc_start_atom, "proc_start")
   CAF_ADD_ATOM(sandbox, sandbox::actors, proc_read_atom, "proc_read")
   CAF_ADD_ATOM(sandbox, sandbox::actors, proc_list_atom, "proc_list")
+  CAF_ADD_ATOM(sandbox, sandbox::actors, resize_atom, "resize")
 
 CAF_END_TYPE_ID_BLOCK(sandbox)
 // clang-format on
@@ -389,6 +404,9 @@ using process_actor = caf::typed_actor<
   caf::replies_to<close_atom>::with<ok_atom>,
   // Sends a signal (e.g. SIGTERM, SIGKILL) to the child's process group.
   caf::replies_to<kill_atom, int32_t>::with<ok_atom>,
+  // Sets the size (rows, columns) of the child's terminal; the terminal's
+  // foreground group gets SIGWINCH. `invalid_argument` without one.
+  caf::replies_to<resize_atom, uint16_t, uint16_t>::with<ok_atom>,
   // Answers with the result once the child has exited.
   caf::replies_to<wait_atom>::with<exec_result>,
   // Answers with the child's pid.
@@ -480,6 +498,8 @@ using restricted_session = caf::typed_actor<
   caf::replies_to<close_atom, std::string>::with<ok_atom>,
   // Signals its process group.
   caf::replies_to<kill_atom, std::string, int32_t>::with<ok_atom>,
+  // Sets the size (rows, columns) of its terminal.
+  caf::replies_to<resize_atom, std::string, uint16_t, uint16_t>::with<ok_atom>,
   // Waits up to the milliseconds given for it to end; answers its info.
   caf::replies_to<wait_atom, std::string, uint32_t>::with<process_info>,
   // The session's processes, running and exited, oldest first.

@@ -105,6 +105,9 @@ public:
   result<void> write_process(const std::string& id, std::string data);
   result<void> close_process_stdin(const std::string& id);
   result<void> kill_process(const std::string& id, int32_t sig = SIGTERM);
+  /// Sets the size of a process's terminal (`process_options::tty`).
+  result<void> resize_process(const std::string& id, uint16_t rows,
+                              uint16_t cols);
   /// Waits up to `wait` for it to end; its info either way.
   result<process_info> wait_process(const std::string& id,
                                     std::chrono::milliseconds wait);

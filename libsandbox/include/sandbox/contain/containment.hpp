@@ -184,6 +184,9 @@ private:
 
   result<void> cover_denied(containment_spec& spec);
   result<void> start_network();
+  /// Opens the root of the session's devpts (`pts_dir_`), where its
+  /// commands' terminals are made.
+  void open_devpts();
 
   reactor& reactor_;
   containment_settings settings_;
@@ -196,6 +199,8 @@ private:
   /// could not be made.
   unique_fd report_pair_[2];
   unique_fd node_pidfd_;
+  /// `launch_containment::pts_dir`; unset where the view has none.
+  unique_fd pts_dir_;
   /// Declared before the init: the init goes first.
   std::unique_ptr<read_guard::cover> cover_;
   std::unique_ptr<contained_session> session_;

@@ -119,8 +119,19 @@ public:
   /// Writes `data` to the child's stdin; `on_stdin_written(id, err)` follows.
   void write_stdin(uint64_t id, std::string data);
 
-  /// Closes the child's stdin (after pending writes).
+  /// Closes the child's stdin (after pending writes). A terminal stays
+  /// open: its end-of-file character (^D) is written instead.
   void close_stdin();
+
+  /// Whether the child runs on a terminal (`launch_spec::terminal`): its
+  /// output is one stream, `stream_kind::out` here.
+  bool has_terminal() const noexcept {
+    return terminal_;
+  }
+
+  /// Sets the size of the child's terminal (the kernel sends SIGWINCH to
+  /// its foreground process group); nothing without a terminal.
+  void resize(terminal_size size);
 
   /// Sends `sig` to the child's whole process group (to the child alone if
   /// the group is gone), unless the child has been reaped: never to a pid
@@ -224,6 +235,7 @@ private:
   /// (and its group watched by the watchdog, or not).
   bool owned_ = false;
   bool group_watched_ = false;
+  bool terminal_ = false;
 };
 
 } // namespace sandbox

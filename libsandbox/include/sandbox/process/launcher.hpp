@@ -2,7 +2,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +47,21 @@ struct launch_containment {
   /// node's PID namespace after a launching thread entered the session's;
   /// -1: one is opened for the launch.
   int node_pidfd = -1;
+  /// An `O_PATH` descriptor of the root of the session's own `devpts`
+  /// (its `/dev/pts`): a terminal of a contained command is made there,
+  /// never on the host's. -1: the session has none, and a launch with a
+  /// terminal fails.
+  int pts_dir = -1;
   /// The session's root is a host uid of its own
   /// (`contained_session::own_ids`): the child drops the node's groups
   /// before it enters and becomes uid and gid 0 of the session after.
   bool own_ids = false;
+};
+
+/// The size of a terminal in characters.
+struct terminal_size {
+  uint16_t rows = 24;
+  uint16_t cols = 80;
 };
 
 /// Everything needed to start one child.
@@ -69,6 +82,12 @@ struct launch_spec {
   std::shared_ptr<const std::vector<std::string>> env_block;
   /// Gives the child a stdin pipe; otherwise its stdin is /dev/null.
   bool pipe_stdin = false;
+  /// Gives the child a new pseudo-terminal of this size instead of pipes:
+  /// its 0, 1 and 2, and its controlling terminal (the child leads a new
+  /// session, `TIOCSCTTY`). The terminal comes from the host's `/dev/ptmx`,
+  /// or from the session's own devpts in a contained launch
+  /// (`launch_containment::pts_dir`). `pipe_stdin` is then ignored.
+  std::optional<terminal_size> terminal;
   /// A cgroup v2 directory the child is born in (`CLONE_INTO_CGROUP`);
   /// empty: the launcher's own cgroup.
   std::string cgroup;
@@ -81,6 +100,8 @@ struct launch_spec {
 };
 
 /// A started child: its pid (also its process group id) and our pipe ends.
+/// With a terminal, `stdout_r` is the terminal's master, `stdin_w` a second
+/// descriptor of it, and `stderr_r` empty.
 struct launched_child {
   pid_t pid = -1;
   /// Write end of the child's stdin; empty unless `pipe_stdin` was set.
