@@ -177,6 +177,7 @@ command add_run(CLI::App& app, global_options& g) {
     int cols = 0;
   };
   auto term = std::make_shared<terminal_flags>();
+  auto retain = std::make_shared<std::string>();
   command cmd;
   cmd.sub = app.add_subcommand(
     "run", "run a shell command (/bin/sh -c; its stdin is /dev/null); the "
@@ -188,6 +189,9 @@ command add_run(CLI::App& app, global_options& g) {
                     "(see ps, attach, send, kill)");
   cmd.sub->add_flag("--stdin", *open_stdin,
                     "with --detach: keep the process's stdin open for send");
+  cmd.sub->add_option("--retain", *retain,
+                      "with --detach: bytes of output the node keeps for "
+                      "attach (the newest; default 1 MiB, at most 64 MiB)");
   cmd.sub->add_flag("--tty,-t", term->tty,
                     "run the command on a terminal of its own: connected to "
                     "the CLI's (raw mode, the window's size followed; the "
@@ -207,11 +211,21 @@ command add_run(CLI::App& app, global_options& g) {
     ->add_option("command", *words,
                  "the command; words after -- are joined with spaces")
     ->required();
-  cmd.run = [&g, flags, words, detach, open_stdin, term] {
+  cmd.run = [&g, flags, words, detach, open_stdin, term, retain] {
     auto opts = to_options(*flags);
     if (!opts)
       return usage_error(g, opts.error().message);
     auto command = join_words(*words);
+    if (!retain->empty() && !*detach)
+      return usage_error(g, "run: --retain needs --detach");
+    uint64_t retain_bytes = 0;
+    if (!retain->empty()) {
+      auto n = parse_integer("--retain", *retain, 1,
+                             actors::max_process_retain);
+      if (!n)
+        return usage_error(g, n.error().message);
+      retain_bytes = *n;
+    }
     if (*open_stdin && !*detach)
       return usage_error(g, "run: --stdin needs --detach (a run's stdin is "
                             "/dev/null)");
@@ -221,6 +235,7 @@ command add_run(CLI::App& app, global_options& g) {
     actors::process_options popts;
     popts.exec = *opts;
     popts.open_stdin = *open_stdin;
+    popts.retain = retain_bytes;
     popts.tty = term->tty;
     popts.rows = static_cast<uint16_t>(term->rows > 0 ? term->rows : 24);
     popts.cols = static_cast<uint16_t>(term->cols > 0 ? term->cols : 80);

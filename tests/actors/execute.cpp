@@ -137,6 +137,10 @@ CAF_TEST(S4 env precedence is node then HOME then session then call) {
   r = s->execute("echo $HOME", opts);
   SANDBOX_REQUIRE_OK(r);
   CAF_CHECK_EQUAL(r->stdout_data, "/call/home\n");
+  // The leased port is in the base layer, beside HOME.
+  r = s->execute("echo $SANDBOX_PORT");
+  SANDBOX_REQUIRE_OK(r);
+  CAF_CHECK_EQUAL(r->stdout_data, std::to_string(info->port) + "\n");
   s->stop();
 }
 

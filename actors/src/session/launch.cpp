@@ -48,6 +48,10 @@ session_env_block(session_state& st) {
                     ? contained_base_env(st.p.rt->base_env())
                     : st.p.rt->base_env();
     env["HOME"] = st.p.home_directory;
+    // The session's leased port (§18), where its servers listen: inside a
+    // contained session the host's port is forwarded to it.
+    if (st.p.lease)
+      env["SANDBOX_PORT"] = std::to_string(st.p.lease->port());
     for (auto& [k, v] : st.p.env)
       env[k] = v;
     auto block = std::make_shared<std::vector<std::string>>();

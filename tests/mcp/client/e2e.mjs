@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
+import http from 'node:http';
 import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -251,21 +252,50 @@ async function main() {
   assert.doesNotMatch(r.structuredContent.output, /42/,
                       'the next call starts where the previous left off');
 
-  step('processes: an HTTP server, its log read back, then killed');
+  step('processes: a Python REPL on a terminal');
   r = await client.callTool({
     name: 'process_start',
-    arguments: { command: 'exec python3 -u -m http.server 0 --bind 127.0.0.1',
+    arguments: { command: 'exec python3 -q -i', tty: true, rows: 30,
+                 cols: 100, yield_seconds: 20 } });
+  assert.equal(r.isError, false, text(r));
+  assert.match(r.structuredContent.output, />>> $/);
+  const tty = r.structuredContent.process_id;
+  r = await client.callTool({
+    name: 'process_write',
+    arguments: { process_id: tty,
+                 text: 'import shutil; print(shutil.get_terminal_size())\n',
                  yield_seconds: 20 } });
+  assert.match(r.structuredContent.output,
+               /columns=100, lines=30\)\r\n[^]*>>> $/, text(r));
+  r = await client.callTool({
+    name: 'process_write',
+    arguments: { process_id: tty, text: '', close_stdin: true,
+                 yield_seconds: 20 } });
+  assert.equal(r.structuredContent.running, false, text(r));
+  assert.equal(r.structuredContent.exit_code, 0);
+
+  step('processes: an HTTP server on the leased port, its log read back, then killed');
+  r = await client.callTool({
+    name: 'shell', arguments: { command: 'echo $SANDBOX_PORT' } });
+  const leased = r.structuredContent.stdout.trim();
+  assert.match(leased, /^\d+$/, `the session's port: ${text(r)}`);
+  r = await client.callTool({
+    name: 'process_start',
+    arguments: {
+      command: 'exec python3 -u -m http.server $SANDBOX_PORT --bind 127.0.0.1',
+      yield_seconds: 20 } });
   assert.equal(r.isError, false, text(r));
   const server = r.structuredContent.process_id;
   const port = /port (\d+)/.exec(r.structuredContent.output)?.[1];
-  assert.ok(port, `the server names its port: ${text(r)}`);
-  r = await client.callTool({
-    name: 'code',
-    arguments: { language: 'python3',
-                 code: 'import urllib.request\n' +
-                       `print(urllib.request.urlopen("http://127.0.0.1:${port}/").status)\n` } });
-  assert.match(text(r), /200/);
+  assert.equal(port, leased, `the server listens on the leased port: ${text(r)}`);
+  // Reached from outside the session, at its endpoint.
+  const status = await new Promise((resolve, reject) => {
+    http.get(`http://127.0.0.1:${port}/`, res => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on('error', reject);
+  });
+  assert.equal(status, 200);
   r = await client.callTool({
     name: 'process_write',
     arguments: { process_id: server, text: '', yield_seconds: 20 } });
@@ -276,7 +306,9 @@ async function main() {
   assert.equal(r.structuredContent.running, false);
   r = await client.callTool({ name: 'process_list', arguments: {} });
   assert.deepEqual(r.structuredContent.processes.map(p => p.state),
-                   ['running', 'exited']);
+                   ['running', 'exited', 'exited']);
+  assert.deepEqual(r.structuredContent.processes.map(p => p.tty),
+                   [false, true, false]);
 
   step('a malformed line: parse error, and the server still answers');
   child.stdin.write('{"jsonrpc": "2.0", "id": 99, "method": \n');
