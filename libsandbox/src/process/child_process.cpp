@@ -148,13 +148,6 @@ int max_pipe_size() {
 
 } // namespace
 
-void child_process::grow(pipe_reader& r) {
-  r.big.reset(new char[max_read_size]);
-  // Best effort: a user over its pipe quota (pipe-user-pages-soft) keeps
-  // the pipe it has, and reads still take what is there.
-  (void) ::fcntl(r.fd.native_handle(), F_SETPIPE_SZ, max_pipe_size());
-}
-
 namespace {
 
 /// Where the reactor thread reads a quiet stream (`read_size` bytes, made
@@ -174,13 +167,13 @@ void child_process::start_read(stream_kind stream) {
   if (r.reading || r.eof || r.credit <= 0 || !r.fd.is_open())
     return;
   r.reading = true;
-  if (r.big) {
-    r.fd.async_read_some(asio::buffer(r.big.get(), max_read_size),
-                         [self = shared_from_this(),
-                          stream](boost::system::error_code ec, size_t n) {
-                           auto& big = self->reader(stream).big;
-                           self->on_read(stream, ec, big.get(), n);
-                         });
+  if (r.full) {
+    // The last read filled its buffer: the pipe may hold more, which no
+    // new wake-up would announce. Read again at once, in a handler of its
+    // own (the other stream and the exit get their turns).
+    asio::post(strand_, [self = shared_from_this(), stream] {
+      self->on_ready(stream, {});
+    });
     return;
   }
   // Waits, then reads: no speculative read of an empty pipe, and no
@@ -198,13 +191,20 @@ void child_process::on_ready(stream_kind stream, boost::system::error_code ec) {
     on_read(stream, ec, nullptr, 0);
     return;
   }
-  auto* buf = staging();
+  // A busy stream reads into its own large buffer, a quiet one into the
+  // reactor thread's.
+  if (r.full && !r.big)
+    r.big.reset(new char[max_read_size]);
+  auto* buf = r.big ? r.big.get() : staging();
   ssize_t n;
   do
-    n = ::read(r.fd.native_handle(), buf, read_size);
+    n = ::read(r.fd.native_handle(), buf, r.size());
   while (n < 0 && errno == EINTR);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    // Woken without bytes (another wake-up took them): wait again.
+    // No bytes (another wake-up took them, or the last full read took
+    // the last ones): quiet again, holding no buffer; wait.
+    r.full = false;
+    r.big.reset();
     r.reading = false;
     start_read(stream);
     return;
@@ -233,14 +233,25 @@ void child_process::on_read(stream_kind stream, boost::system::error_code ec,
     if (events_.on_output)
       events_.on_output(stream, std::string(data, n));
   }
+  // A read that filled its buffer makes the stream a busy one: the next
+  // read comes at once, into `max_read_size` bytes, from a pipe grown as
+  // far (`F_SETPIPE_SZ`, best effort: a user over its pipe quota keeps the
+  // pipe it has). A read that did not fill it drained the pipe: the
+  // stream is quiet again and lets its large buffer go (the bytes were
+  // copied out above).
+  r.full = n == r.size();
+  if (r.full && !r.grown) {
+    r.grown = true;
+    (void) ::fcntl(r.fd.native_handle(), F_SETPIPE_SZ, max_pipe_size());
+  }
+  if (!r.full)
+    r.big.reset();
   if (r.draining) {
     r.drain_left -= std::min(r.drain_left, n);
     if (r.drain_left == 0) {
       finish_stream(stream);
       return;
     }
-  } else if (n == r.size() && !r.big) {
-    grow(r);
   }
   start_read(stream);
 }

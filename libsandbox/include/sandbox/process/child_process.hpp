@@ -68,8 +68,9 @@ public:
   /// Bytes read from a pipe at a time, at first. A stream whose read
   /// fills the buffer is a busy one: its pipe grows to `max_read_size`
   /// (`F_SETPIPE_SZ`, as far as the system allows) and so do its reads, so
-  /// large outputs cost fewer reads and fewer messages per MiB, while a
-  /// quiet child costs no more than before.
+  /// large outputs cost fewer reads and fewer messages per MiB. A read
+  /// that does not fill its buffer drained the pipe: the stream is quiet
+  /// again, and a quiet stream holds no buffer of its own.
   static constexpr size_t read_size = 64 * 1024;
   static constexpr size_t max_read_size = 1024 * 1024;
 
@@ -154,10 +155,15 @@ private:
       : fd(strand) {
     }
     boost::asio::posix::stream_descriptor fd;
-    /// `max_read_size` bytes once the stream proved busy; null before: a
-    /// quiet stream is read on readiness into the reactor thread's buffer
-    /// (`staging`), so that a child that prints little holds no buffer.
+    /// `max_read_size` bytes while the stream is busy (`full`); null
+    /// otherwise: a quiet stream is read on readiness into the reactor
+    /// thread's buffer (`staging`), so that an idle child holds no buffer.
     std::unique_ptr<char[]> big;
+    /// The last read filled its buffer: more may be in the pipe without a
+    /// new wake-up, so the next read comes at once.
+    bool full = false;
+    /// The pipe was grown (once, at the first full read).
+    bool grown = false;
     size_t size() const noexcept {
       return big ? max_read_size : read_size;
     }
@@ -189,8 +195,6 @@ private:
   /// At the exit: closes both streams after `delay` unless they end
   /// first.
   void linger_then_close(std::chrono::milliseconds delay);
-  /// Makes `r` a busy stream's reader: a larger pipe and buffer.
-  static void grow(pipe_reader& r);
   void finish_stream(stream_kind stream);
   /// Reports once the child was reaped and both streams ended.
   void maybe_report_finished();
