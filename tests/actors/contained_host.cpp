@@ -258,20 +258,21 @@ CAF_TEST(the node environment is not the command environment) {
   auto out = lines(r.stdout_data);
   CAF_REQUIRE(!out.empty());
   CAF_CHECK_EQUAL(out[0], "unset s c /tmp");
-  // The fixed base (PATH, HOME, TMPDIR, LANG where the node has it, the
-  // sanitizers' options in a sanitizer build), what the session and the
-  // call add, the marker, and what the shell itself exports.
+  // The fixed base (PATH, HOME, SANDBOX_PORT, TMPDIR, LANG where the node
+  // has it, the sanitizers' options in a sanitizer build), what the
+  // session and the call add, the marker, and what the shell itself
+  // exports.
   const std::set<std::string> allowed
-    = {"PATH",         "HOME",          "TMPDIR",      "LANG",
-       "SANDBOX_EXEC", "SESSION_VAR",   "CALL_VAR",    "PWD",
-       "OLDPWD",       "SHLVL",         "_",           "ASAN_OPTIONS",
-       "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"};
+    = {"PATH",         "HOME",         "SANDBOX_PORT",  "TMPDIR",
+       "LANG",         "SANDBOX_EXEC", "SESSION_VAR",   "CALL_VAR",
+       "PWD",          "OLDPWD",       "SHLVL",         "_",
+       "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"};
   std::set<std::string> names{out.begin() + 1, out.end()};
   for (auto& name : names)
     if (allowed.count(name) == 0)
       CAF_ERROR("a variable the session did not set: " << name);
-  for (auto* name :
-       {"PATH", "HOME", "TMPDIR", "SANDBOX_EXEC", "SESSION_VAR", "CALL_VAR"})
+  for (auto* name : {"PATH", "HOME", "SANDBOX_PORT", "TMPDIR", "SANDBOX_EXEC",
+                     "SESSION_VAR", "CALL_VAR"})
     if (names.count(name) == 0)
       CAF_ERROR("missing: " << name);
   (void) s.stop();

@@ -69,18 +69,17 @@ struct fixture {
   }
 
   sandbox::test::cli_result cli(const std::string& args) {
-    return run_shell(prefix() + " --session " + session + " " + args
-                     + " 2>&1");
+    return run_shell(prefix() + " --session " + session + " " + args + " 2>&1");
   }
 
   /// `attach ID --from OFFSET`: reads up to `want` bytes of its stdout,
   /// then ends it with `sig` (or reads to its end when `sig` is 0). The
   /// bytes read.
-  std::string attach_some(const std::string& id, uint64_t offset,
-                          size_t want, int sig) {
-    std::vector<std::string> args{SANDBOX_CLI, "--node",  node.address,
-                                  "--session", session,   "attach",
-                                  id,          "--from",  std::to_string(offset)};
+  std::string attach_some(const std::string& id, uint64_t offset, size_t want,
+                          int sig) {
+    std::vector<std::string> args{
+      SANDBOX_CLI, "--node", node.address, "--session",           session,
+      "attach",    id,       "--from",     std::to_string(offset)};
     std::vector<char*> argv;
     for (auto& a : args)
       argv.push_back(a.data());
@@ -100,7 +99,8 @@ struct fixture {
     std::string got;
     std::vector<char> buf(1 << 16);
     while (sig == 0 || got.size() < want) {
-      auto room = sig == 0 ? buf.size() : std::min(buf.size(), want - got.size());
+      auto room = sig == 0 ? buf.size()
+                           : std::min(buf.size(), want - got.size());
       auto n = ::read(fds[0], buf.data(), room);
       if (n < 0 && errno == EINTR)
         continue;
@@ -222,8 +222,8 @@ CAF_TEST(past a small retention each gap is exactly the bytes dropped) {
     }
     // The log keeps the newest `retain` bytes at most: what lies before
     // them is the gap, exactly.
-    auto kept_from = expected.size() - std::min<uint64_t>(expected.size(),
-                                                          retain);
+    auto kept_from = expected.size()
+                     - std::min<uint64_t>(expected.size(), retain);
     CAF_CHECK_EQUAL(gap, from < kept_from ? kept_from - from : 0);
     CAF_CHECK(data == expected.substr(at));
   }

@@ -155,7 +155,9 @@ tool process_start_tool(const toolbox_options& opts) {
     "output so far (at most {} bytes per call), the process id and the "
     "offset its output continues at; read on with process_write (empty "
     "`text`). The process keeps running until it exits, process_kill ends "
-    "it, or the session ends.",
+    "it, or the session ends. A server to be reached from outside the "
+    "sandbox listens on 127.0.0.1 at the port in $SANDBOX_PORT, the "
+    "session's own.",
     opts.output_cap);
   t.input_schema = object_schema(
     {{"command",
