@@ -68,6 +68,8 @@ using session_actor_impl = session_actor::extend<
   caf::reacts_to<ended_atom, stop_receipt>, caf::reacts_to<exited_atom>,
   // Its long-lived process `N` (p-N) has exited.
   caf::reacts_to<exited_atom, uint64_t>,
+  // A read or a wait told someone of the end of process `N`.
+  caf::reacts_to<read_atom, uint64_t>,
   // Violations seen by one of its process actors
   // or its filesystem worker.
   caf::reacts_to<violations_atom, std::vector<violation>>>;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "fixture.hpp"
 
@@ -247,6 +248,39 @@ CAF_TEST(exited processes beyond the bound go oldest first) {
   auto gone = s.read_process("p-1", 0);
   CAF_REQUIRE(!gone);
   CAF_CHECK(gone.error().message.find("no process p-1") != std::string::npos);
+}
+
+CAF_TEST(beyond the bound exited processes whose end was read go first) {
+  auto s = make_session();
+  // p-1 ends, and nobody reads or waits for its end (a list does not
+  // count: it is how a caller learns what to read).
+  SANDBOX_REQUIRE_OK(s.start_process("true"));
+  for (int i = 0;; ++i) {
+    auto l = s.processes();
+    SANDBOX_REQUIRE_OK(l);
+    if (!l->front().running)
+      break;
+    CAF_REQUIRE(i < 10000);
+    std::this_thread::sleep_for(1ms);
+  }
+  auto n = sandbox::actors::max_exited_processes + 1;
+  for (size_t i = 1; i < n; ++i) {
+    auto p = s.start_process("true");
+    SANDBOX_REQUIRE_OK(p);
+    SANDBOX_REQUIRE_OK(s.wait_process(p->id, 10s));
+  }
+  // One too many: p-2 went, the oldest whose end was read; p-1 is kept.
+  auto l = s.processes();
+  SANDBOX_REQUIRE_OK(l);
+  CAF_REQUIRE_EQUAL(l->size(), sandbox::actors::max_exited_processes);
+  CAF_CHECK_EQUAL(l->at(0).id, "p-1");
+  CAF_CHECK_EQUAL(l->at(1).id, "p-3");
+  auto first = s.wait_process("p-1", 0ms);
+  SANDBOX_REQUIRE_OK(first);
+  CAF_CHECK(!first->running);
+  auto gone = s.read_process("p-2", 0);
+  CAF_REQUIRE(!gone);
+  CAF_CHECK(gone.error().message.find("no process p-2") != std::string::npos);
 }
 
 CAF_TEST(a stop ends every process of the session) {

@@ -46,6 +46,8 @@ struct handle_state {
   exit_reason reason = exit_reason::exited;
   uint64_t next_waiter = 0;
   std::vector<waiter> waiters;
+  /// The session was told that a read or a wait answered the end.
+  bool end_told = false;
 
   process_info info() const {
     process_info i;
@@ -60,6 +62,16 @@ struct handle_state {
     i.next_offset = log->end();
     i.retained_from = log->begin();
     return i;
+  }
+
+  /// A read or a wait answers now: once it carries the end, the session
+  /// learns that someone has it (`session_process::end_read`).
+  void answering() {
+    if (running || end_told)
+      return;
+    end_told = true;
+    if (auto s = caf::actor_cast<session_actor_impl>(session))
+      caf::anon_send(s, read_atom_v, number);
   }
 
   process_output read(uint64_t from, uint64_t max) const {
@@ -88,6 +100,7 @@ struct handle_state {
         still.push_back(std::move(w));
         continue;
       }
+      answering();
       if (w.is_wait)
         w.wait_rp.deliver(info());
       else
@@ -192,8 +205,10 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
           fmt::format("offset {} is past the end of the output of {} ({})",
                       from, st.id, st.log->end()));
       if (from < st.log->end() || !st.running || wait_ms == 0 || max == 0
-          || st.waiters.size() >= max_waiters)
+          || st.waiters.size() >= max_waiters) {
+        st.answering();
         return st.read(from, max);
+      }
       waiter w;
       w.from = from;
       w.max = max;
@@ -204,8 +219,10 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
     },
     [self](wait_atom, uint32_t wait_ms) -> caf::result<process_info> {
       auto& st = self->state;
-      if (!st.running || wait_ms == 0 || st.waiters.size() >= max_waiters)
+      if (!st.running || wait_ms == 0 || st.waiters.size() >= max_waiters) {
+        st.answering();
         return st.info();
+      }
       waiter w;
       w.is_wait = true;
       w.wait_rp = self->make_response_promise<process_info>();
@@ -221,6 +238,7 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
         return;
       auto w = std::move(*i);
       st.waiters.erase(i);
+      st.answering();
       if (w.is_wait)
         w.wait_rp.deliver(st.info());
       else
@@ -368,9 +386,17 @@ void process_exited(self_ptr self, uint64_t number) {
   auto& st = self->state;
   st.exited_processes.push_back(number);
   while (st.exited_processes.size() > max_exited_processes) {
-    auto oldest = st.exited_processes.front();
-    st.exited_processes.pop_front();
-    if (auto i = st.processes.find(oldest); i != st.processes.end()) {
+    // The oldest whose end someone read, else the oldest.
+    auto& ex = st.exited_processes;
+    auto victim = std::find_if(ex.begin(), ex.end(), [&st](uint64_t n) {
+      auto i = st.processes.find(n);
+      return i != st.processes.end() && i->second.end_read;
+    });
+    if (victim == ex.end())
+      victim = ex.begin();
+    auto gone = *victim;
+    ex.erase(victim);
+    if (auto i = st.processes.find(gone); i != st.processes.end()) {
       drop_process(self, i->second);
       st.processes.erase(i);
     }

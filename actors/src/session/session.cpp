@@ -163,6 +163,11 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       return rp;
     },
     [self](exited_atom, uint64_t number) { process_exited(self, number); },
+    [self](read_atom, uint64_t number) {
+      if (auto i = self->state.processes.find(number);
+          i != self->state.processes.end())
+        i->second.end_read = true;
+    },
     [self](cancel_atom, const std::string& key) -> bool {
       auto& st = self->state;
       if (key.empty())

@@ -70,6 +70,9 @@ using process_handle = caf::typed_actor<
 struct session_process {
   process_handle handle;
   uint64_t reserved = 0;
+  /// A read or a wait told someone how it ended: beyond
+  /// `max_exited_processes`, such processes go before unread ones.
+  bool end_read = false;
 };
 
 /// One running child of a session, as the session tracks it (until its
@@ -117,7 +120,8 @@ struct session_state {
   std::set<caf::actor_addr> finished;
   /// Its long-lived processes' handles by number (`p-N`), running and
   /// exited; the exited ones in the order they ended (beyond
-  /// `max_exited_processes` the oldest go).
+  /// `max_exited_processes` the oldest whose end was read go, else the
+  /// oldest).
   std::map<uint64_t, session_process> processes;
   std::deque<uint64_t> exited_processes;
   uint64_t next_process = 1;
