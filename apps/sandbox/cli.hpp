@@ -4,6 +4,9 @@
 // JSON lines (and what happens when it cannot be written), errors, option
 // values, and the session a subcommand runs in.
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -223,6 +226,28 @@ result<acquired_session> acquire_session(const global_options& g,
 int with_session(const global_options& g,
                  const std::function<int(actors::blocking_session&)>& body,
                  bool runs_commands = false);
+
+/// A non-blocking pipe whose read end wakes a loop that polls it (an
+/// interrupt, a window resized, the end of a command); both ends close with
+/// it. `wake` may run in a signal handler.
+struct wake_pipe {
+  int fds[2] = {-1, -1};
+  wake_pipe() {
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+      fds[0] = fds[1] = -1;
+  }
+  ~wake_pipe() {
+    for (int fd : fds)
+      if (fd >= 0)
+        ::close(fd);
+  }
+  wake_pipe(const wake_pipe&) = delete;
+  wake_pipe& operator=(const wake_pipe&) = delete;
+  void wake() const {
+    if (fds[1] >= 0)
+      (void) !::write(fds[1], "x", 1);
+  }
+};
 
 /// The node every subcommand without --node uses.
 actors::embedded_node& embedded();

@@ -52,25 +52,6 @@ private:
   actors::toolbox box_;
 };
 
-/// A pipe whose read end wakes the stdin loop (an interrupt, or stdout
-/// gone).
-struct wake_pipe {
-  int fds[2] = {-1, -1};
-  wake_pipe() {
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-      fds[0] = fds[1] = -1;
-  }
-  ~wake_pipe() {
-    for (int fd : fds)
-      if (fd >= 0)
-        ::close(fd);
-  }
-  void wake() const {
-    if (fds[1] >= 0)
-      (void) !::write(fds[1], "x", 1);
-  }
-};
-
 int serve_mcp(const global_options& global, const std::string& workdir) {
   // stdout carries protocol messages only: errors and every log line go to
   // stderr.

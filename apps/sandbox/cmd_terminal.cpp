@@ -33,14 +33,13 @@ constexpr uint64_t terminal_chunk = 1 << 20;
 constexpr size_t key_chunk = 4096;
 
 /// Where the SIGWINCH handler tells the input thread that the window
-/// changed (a pipe: the handler only writes a byte).
-std::atomic<int> winch_write{-1};
+/// changed (`wake_pipe::wake`: it only writes a byte).
+std::atomic<const wake_pipe*> winch{nullptr};
 
 extern "C" void on_winch(int) {
-  int fd = winch_write.load();
-  if (fd >= 0) {
+  if (auto* w = winch.load()) {
     int saved = errno;
-    (void) !::write(fd, "w", 1);
+    w->wake();
     errno = saved;
   }
 }
@@ -87,30 +86,16 @@ private:
   bool active_ = false;
 };
 
-/// A pipe whose ends close with it.
-struct self_pipe {
-  int fds[2] = {-1, -1};
-  self_pipe() {
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
-      fds[0] = fds[1] = -1;
-  }
-  ~self_pipe() {
-    for (int fd : fds)
-      if (fd >= 0)
-        ::close(fd);
-  }
-};
-
 /// Passes the CLI's stdin to the process and the window's size changes to
 /// its terminal until `quit` becomes readable or stdin ends (then the
 /// terminal's end of file goes to the process).
-void feed_terminal(actors::blocking_session s, const std::string& id, int winch,
-                   int quit, bool follow_window) {
+void feed_terminal(actors::blocking_session s, const std::string& id,
+                   int resized, int quit, bool follow_window) {
   std::string buf;
   bool input = true;
   for (;;) {
     struct pollfd fds[3]
-      = {{quit, POLLIN, 0}, {winch, POLLIN, 0}, {input ? 0 : -1, POLLIN, 0}};
+      = {{quit, POLLIN, 0}, {resized, POLLIN, 0}, {input ? 0 : -1, POLLIN, 0}};
     if (::poll(fds, 3, -1) < 0) {
       if (errno == EINTR)
         continue;
@@ -120,7 +105,7 @@ void feed_terminal(actors::blocking_session s, const std::string& id, int winch,
       return;
     if (fds[1].revents != 0) {
       char drain[64];
-      while (::read(winch, drain, sizeof drain) > 0)
+      while (::read(resized, drain, sizeof drain) > 0)
         ;
       if (follow_window)
         if (auto size = window_of(0))
@@ -153,14 +138,14 @@ int connect_terminal(const global_options& g, actors::blocking_session& s,
   std::optional<raw_mode> raw;
   if (::isatty(0) != 0)
     raw.emplace(0);
-  self_pipe winch;
-  self_pipe quit;
+  wake_pipe window;
+  wake_pipe quit;
   struct sigaction sa = {};
   struct sigaction old_sa = {};
   sa.sa_handler = on_winch;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  winch_write.store(winch.fds[1]);
+  winch.store(&window);
   ::sigaction(SIGWINCH, &sa, &old_sa);
   // An interrupt of the CLI (SIGTERM, SIGHUP; ^C is a key here) hangs the
   // terminal up, as closing a terminal window does.
@@ -170,7 +155,7 @@ int connect_terminal(const global_options& g, actors::blocking_session& s,
     (void) s.kill_process(id, SIGHUP);
   }};
   std::thread feeder{feed_terminal, s,           id,
-                     winch.fds[0],  quit.fds[0], follow_window};
+                     window.fds[0], quit.fds[0], follow_window};
   int status = exit_error;
   uint64_t offset = 0;
   for (;;) {
@@ -191,10 +176,10 @@ int connect_terminal(const global_options& g, actors::blocking_session& s,
       break;
     }
   }
-  (void) !::write(quit.fds[1], "q", 1);
+  quit.wake();
   feeder.join();
   ::sigaction(SIGWINCH, &old_sa, nullptr);
-  winch_write.store(-1);
+  winch.store(nullptr);
   if (raw)
     raw->restore();
   return output_status(status);

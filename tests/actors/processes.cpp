@@ -40,6 +40,15 @@ std::string read_all(sandbox::actors::blocking_session& s,
   }
 }
 
+/// Starts `count` processes `true` one after the other, each waited for.
+void start_and_wait(sandbox::actors::blocking_session& s, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    auto p = s.start_process("true");
+    SANDBOX_REQUIRE_OK(p);
+    SANDBOX_REQUIRE_OK(s.wait_process(p->id, 10s));
+  }
+}
+
 std::string numbered_lines(int first, int last) {
   std::string out;
   for (int i = first; i <= last; ++i)
@@ -235,11 +244,7 @@ CAF_TEST(the list shows running and exited processes in order) {
 CAF_TEST(exited processes beyond the bound go oldest first) {
   auto s = make_session();
   auto n = sandbox::actors::max_exited_processes + 2;
-  for (size_t i = 0; i < n; ++i) {
-    auto p = s.start_process("true");
-    SANDBOX_REQUIRE_OK(p);
-    SANDBOX_REQUIRE_OK(s.wait_process(p->id, 10s));
-  }
+  start_and_wait(s, n);
   auto l = s.processes();
   SANDBOX_REQUIRE_OK(l);
   CAF_REQUIRE_EQUAL(l->size(), sandbox::actors::max_exited_processes);
@@ -263,12 +268,7 @@ CAF_TEST(beyond the bound exited processes whose end was read go first) {
     CAF_REQUIRE(i < 10000);
     std::this_thread::sleep_for(1ms);
   }
-  auto n = sandbox::actors::max_exited_processes + 1;
-  for (size_t i = 1; i < n; ++i) {
-    auto p = s.start_process("true");
-    SANDBOX_REQUIRE_OK(p);
-    SANDBOX_REQUIRE_OK(s.wait_process(p->id, 10s));
-  }
+  start_and_wait(s, sandbox::actors::max_exited_processes);
   // One too many: p-2 went, the oldest whose end was read; p-1 is kept.
   auto l = s.processes();
   SANDBOX_REQUIRE_OK(l);
