@@ -252,7 +252,7 @@ command add_kill(CLI::App& app, global_options& g) {
   auto signal = std::make_shared<std::string>("TERM");
   command cmd;
   cmd.sub = app.add_subcommand(
-    "kill", "send a signal to a process (its process group)");
+    "kill", "send a signal to a process and every process it started");
   cmd.sub->add_option("id", *id, "the process id, e.g. p-1")->required();
   cmd.sub->add_option("--signal,-s", *signal,
                       "a name (TERM, KILL, INT, HUP, ...) or a number; "

@@ -283,6 +283,36 @@ CAF_TEST(beyond the bound exited processes whose end was read go first) {
   CAF_CHECK(gone.error().message.find("no process p-2") != std::string::npos);
 }
 
+CAF_TEST(a kill reaches a descendant that left the process group) {
+  auto s = make_session();
+  auto info = s.info();
+  SANDBOX_REQUIRE_OK(info);
+  if (info->containment != sandbox::containment_mode::cgroup) {
+    CAF_MESSAGE("skipped: the node holds its processes by group, not cgroup");
+    return;
+  }
+  // The background sleep leads a session of its own (as a job of a shell
+  // with job control leads a group of its own).
+  auto p = s.start_process("setsid sleep 300 & echo $!; wait");
+  SANDBOX_REQUIRE_OK(p);
+  auto r = s.read_process(p->id, 0, 10s);
+  SANDBOX_REQUIRE_OK(r);
+  CAF_REQUIRE(!r->chunks.empty());
+  auto inner = std::stoi(r->chunks.front().data);
+  SANDBOX_REQUIRE_OK(s.kill_process(p->id, SIGTERM));
+  auto done = s.wait_process(p->id, 10s);
+  SANDBOX_REQUIRE_OK(done);
+  CAF_CHECK(!done->running);
+  // The sleep got the TERM too: it is gone (the node reaps orphans).
+  bool gone = false;
+  for (int i = 0; i < 10000 && !gone; ++i) {
+    gone = ::kill(inner, 0) == -1 && errno == ESRCH;
+    if (!gone)
+      std::this_thread::sleep_for(1ms);
+  }
+  CAF_CHECK(gone);
+}
+
 CAF_TEST(a stop ends every process of the session) {
   auto s = make_session();
   auto p = s.start_process("sleep 300");

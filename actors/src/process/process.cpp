@@ -289,7 +289,7 @@ process_behavior(self_ptr self, std::optional<process_params> params) {
         return caf::make_error(errc::invalid_argument,
                                "invalid signal number: " + std::to_string(sig));
       if (st.child && !st.exited)
-        st.child->signal_group(sig);
+        st.child->signal_tree(sig);
       return ok_atom_v;
     },
     [self](resize_atom, uint16_t rows, uint16_t cols) -> caf::result<ok_atom> {

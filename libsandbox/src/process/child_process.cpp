@@ -466,6 +466,21 @@ void child_process::signal_group(int sig) const noexcept {
   }
 }
 
+void child_process::signal_tree(int sig) const noexcept {
+  std::lock_guard<std::mutex> guard{reap_mutex_};
+  if (pid_ <= 0 || reaped_)
+    return;
+  if (::kill(-pid_, sig) != 0)
+    ::kill(pid_, sig);
+  // Until the reap the cgroup is the child's alone (no other execution is
+  // born in it): its members are the child's descendants, whatever group
+  // or session they moved to.
+  if (!cgroup_.empty())
+    for (auto pid : cgroup_members(cgroup_))
+      if (pid != pid_)
+        ::kill(pid, sig);
+}
+
 void child_process::shutdown() {
   // The finished report was the strand's last use of this object (what
   // may still run there, a cancelled linger, touches nothing else).

@@ -402,7 +402,8 @@ using process_actor = caf::typed_actor<
   caf::replies_to<stdin_atom, std::string>::with<ok_atom>,
   // Closes the child's stdin.
   caf::replies_to<close_atom>::with<ok_atom>,
-  // Sends a signal (e.g. SIGTERM, SIGKILL) to the child's process group.
+  // Sends a signal (e.g. SIGTERM, SIGKILL) to the child's process group
+  // and, in the cgroup mode, to every process of its cgroup.
   caf::replies_to<kill_atom, int32_t>::with<ok_atom>,
   // Sets the size (rows, columns) of the child's terminal; the terminal's
   // foreground group gets SIGWINCH. `invalid_argument` without one.
@@ -496,7 +497,7 @@ using restricted_session = caf::typed_actor<
   // Writes to its stdin (in order); closes its stdin.
   caf::replies_to<stdin_atom, std::string, std::string>::with<ok_atom>,
   caf::replies_to<close_atom, std::string>::with<ok_atom>,
-  // Signals its process group.
+  // Signals its process tree (its group, and its cgroup's processes).
   caf::replies_to<kill_atom, std::string, int32_t>::with<ok_atom>,
   // Sets the size (rows, columns) of its terminal.
   caf::replies_to<resize_atom, std::string, uint16_t, uint16_t>::with<ok_atom>,

@@ -139,6 +139,12 @@ public:
   /// or group id that the system may have reused.
   void signal_group(int sig) const noexcept;
 
+  /// As `signal_group`, and to every other process of the child's cgroup
+  /// (`launch_spec::cgroup`): descendants that left its group (a job of a
+  /// shell with job control, a `setsid`) get `sig` too. Without a cgroup
+  /// (the process-group mode), `signal_group`.
+  void signal_tree(int sig) const noexcept;
+
   /// Drops all callbacks and closes every descriptor, so that the strand
   /// holds no reference to this object any more. It does not kill the
   /// child: the destructor does, whenever the last reference drops (a
