@@ -241,8 +241,13 @@ command add_run(CLI::App& app, global_options& g) {
     popts.cols = static_cast<uint16_t>(term->cols > 0 ? term->cols : 80);
     if (*detach)
       return run_detached(g, command, popts);
-    if (term->tty)
+    if (term->tty) {
+      if (g.json)
+        return usage_error(g, "run: --tty without --detach connects the "
+                              "terminal as it is; --json does not apply "
+                              "(with --detach, attach --json reads it)");
       return run_terminal(g, command, popts, size_given);
+    }
     return with_session(
       g,
       [&](actors::blocking_session& s) {

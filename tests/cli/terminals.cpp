@@ -157,3 +157,9 @@ CAF_TEST(rows without tty is a usage error) {
   CHECK_THAT(r.out.find("--rows and --cols need --tty") != std::string::npos,
              r.out);
 }
+
+CAF_TEST(json with an attached tty is a usage error) {
+  auto r = sandbox::test::sandbox_cli("--json run --tty -- true", true);
+  CAF_CHECK_EQUAL(r.status, 2);
+  CHECK_THAT(r.out.find("--json does not apply") != std::string::npos, r.out);
+}
