@@ -303,12 +303,17 @@ CAF_TEST(a kill reaches a descendant that left the process group) {
   auto done = s.wait_process(p->id, 10s);
   SANDBOX_REQUIRE_OK(done);
   CAF_CHECK(!done->running);
-  // The sleep got the TERM too: it is gone (the node reaps orphans).
+  // The sleep got the TERM too: it is gone (reaped as an orphan). Asked
+  // inside the session: its pid is the session's (a contained session has
+  // a PID namespace of its own).
+  auto probe = "kill -0 " + std::to_string(inner) + " 2>/dev/null";
   bool gone = false;
-  for (int i = 0; i < 10000 && !gone; ++i) {
-    gone = ::kill(inner, 0) == -1 && errno == ESRCH;
+  for (int i = 0; i < 1000 && !gone; ++i) {
+    auto r = s.execute(probe);
+    SANDBOX_REQUIRE_OK(r);
+    gone = r->exit_code != 0;
     if (!gone)
-      std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(10ms);
   }
   CAF_CHECK(gone);
 }
