@@ -276,6 +276,11 @@ command add_kill(CLI::App& app, global_options& g);
 
 command add_resize(CLI::App& app, global_options& g);
 
+/// The check of `--rows` and `--cols`: 1 to `actors::max_terminal_side`.
+inline CLI::Range terminal_side() {
+  return CLI::Range(1, static_cast<int>(actors::max_terminal_side));
+}
+
 /// `run --detach`: starts `command` as a process of --session's session
 /// and prints its id (docs/processes.md).
 int run_detached(const global_options& g, const std::string& command,
@@ -292,6 +297,13 @@ int run_terminal(const global_options& g, const std::string& command,
 int with_existing_session(
   const global_options& g, std::string_view name,
   const std::function<int(actors::blocking_session&)>& body);
+
+/// Writes process `id`'s output from `offset` as `attach` does (chunks to
+/// stdout and stderr, or JSON lines; a gap said once) until it has ended,
+/// or, without `follow`, until nothing more is there. Returns the exit
+/// status: the process's, or 0 when not following.
+int write_output(const global_options& g, actors::blocking_session& s,
+                 const std::string& id, uint64_t offset, bool follow);
 
 /// A process as `ps --json` and `run --detach --json` print it.
 nlohmann::ordered_json process_json(const actors::process_info& p,

@@ -201,12 +201,12 @@ command add_run(CLI::App& app, global_options& g) {
     ->add_option("--rows", term->rows,
                  "with --tty: the terminal's rows, 1 to 10000 "
                  "(default: the CLI's window's, else 24)")
-    ->check(CLI::Range(1, 10000));
+    ->check(terminal_side());
   cmd.sub
     ->add_option("--cols", term->cols,
                  "with --tty: the terminal's columns, 1 to 10000 "
                  "(default: the CLI's window's, else 80)")
-    ->check(CLI::Range(1, 10000));
+    ->check(terminal_side());
   cmd.sub
     ->add_option("command", *words,
                  "the command; words after -- are joined with spaces")

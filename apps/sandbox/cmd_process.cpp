@@ -114,6 +114,58 @@ command add_ps(CLI::App& app, global_options& g) {
   return cmd;
 }
 
+int write_output(const global_options& g, actors::blocking_session& s,
+                 const std::string& id, uint64_t offset, bool follow) {
+  for (;;) {
+    auto wait = follow ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                  follow_wait)
+                       : std::chrono::milliseconds{0};
+    auto r = s.read_process(id, offset, wait, attach_chunk);
+    if (!r)
+      return report(g, r.error());
+    if (r->gap > 0) {
+      if (g.json)
+        print_json({{"type", "gap"}, {"bytes", r->gap}, {"offset", offset}});
+      else
+        std::fprintf(stderr,
+                     "sandbox: %llu bytes of output before offset %llu "
+                     "were no longer kept\n",
+                     static_cast<unsigned long long>(r->gap),
+                     static_cast<unsigned long long>(r->offset));
+    }
+    auto at = r->offset;
+    for (auto& c : r->chunks) {
+      bool ok;
+      if (g.json) {
+        nlohmann::ordered_json j{
+          {"type", "chunk"}, {"stream", to_string(c.stream)}, {"offset", at}};
+        put_bytes(j, c.data);
+        ok = print_json(j);
+      } else {
+        ok = emit(c.stream == stream_kind::err ? 2 : 1, c.data);
+      }
+      if (!ok)
+        return output_status(exit_error);
+      at += c.data.size();
+    }
+    offset = r->next_offset;
+    bool empty = r->next_offset == r->offset;
+    if (!r->running && empty) {
+      if (g.json)
+        print_json({{"type", "result"},
+                    {"exit_code", r->exit_code},
+                    {"exit_reason", std::string{to_string(r->reason)}},
+                    {"next_offset", offset}});
+      return output_status(r->exit_code);
+    }
+    if (!follow && empty) {
+      if (g.json)
+        print_json({{"type", "detached"}, {"next_offset", offset}});
+      return output_status(exit_ok);
+    }
+  }
+}
+
 command add_attach(CLI::App& app, global_options& g) {
   struct flags {
     std::string id;
@@ -156,57 +208,7 @@ command add_attach(CLI::App& app, global_options& g) {
           return report(g, info.error());
         offset = info->retained_from;
       }
-      for (;;) {
-        auto wait = f->no_follow
-                      ? std::chrono::milliseconds{0}
-                      : std::chrono::duration_cast<std::chrono::milliseconds>(
-                        follow_wait);
-        auto r = s.read_process(f->id, offset, wait, attach_chunk);
-        if (!r)
-          return report(g, r.error());
-        if (r->gap > 0) {
-          if (g.json)
-            print_json(
-              {{"type", "gap"}, {"bytes", r->gap}, {"offset", offset}});
-          else
-            std::fprintf(stderr,
-                         "sandbox: %llu bytes of output before offset %llu "
-                         "were no longer kept\n",
-                         static_cast<unsigned long long>(r->gap),
-                         static_cast<unsigned long long>(r->offset));
-        }
-        auto at = r->offset;
-        for (auto& c : r->chunks) {
-          bool ok;
-          if (g.json) {
-            nlohmann::ordered_json j{{"type", "chunk"},
-                                     {"stream", to_string(c.stream)},
-                                     {"offset", at}};
-            put_bytes(j, c.data);
-            ok = print_json(j);
-          } else {
-            ok = emit(c.stream == stream_kind::err ? 2 : 1, c.data);
-          }
-          if (!ok)
-            return output_status(exit_error);
-          at += c.data.size();
-        }
-        offset = r->next_offset;
-        bool empty = r->next_offset == r->offset;
-        if (!r->running && empty) {
-          if (g.json)
-            print_json({{"type", "result"},
-                        {"exit_code", r->exit_code},
-                        {"exit_reason", std::string{to_string(r->reason)}},
-                        {"next_offset", offset}});
-          return output_status(r->exit_code);
-        }
-        if (f->no_follow && empty) {
-          if (g.json)
-            print_json({{"type", "detached"}, {"next_offset", offset}});
-          return output_status(exit_ok);
-        }
-      }
+      return write_output(g, s, f->id, offset, !f->no_follow);
     });
   };
   return cmd;

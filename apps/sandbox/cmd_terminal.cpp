@@ -26,9 +26,6 @@ namespace sandbox::cli {
 
 namespace {
 
-/// Output is read this much at a time at most.
-constexpr uint64_t terminal_chunk = 1 << 20;
-
 /// Keys typed are passed on this much at a time at most.
 constexpr size_t key_chunk = 4096;
 
@@ -156,33 +153,14 @@ int connect_terminal(const global_options& g, actors::blocking_session& s,
   }};
   std::thread feeder{feed_terminal, s,           id,
                      window.fds[0], quit.fds[0], follow_window};
-  int status = exit_error;
-  uint64_t offset = 0;
-  for (;;) {
-    auto r = s.read_process(id, offset, std::chrono::seconds{30},
-                            terminal_chunk);
-    if (!r) {
-      if (raw)
-        raw->restore();
-      status = report(g, r.error());
-      break;
-    }
-    for (auto& c : r->chunks)
-      if (!emit(1, c.data))
-        break;
-    offset = r->next_offset;
-    if (!r->running && r->next_offset == r->offset) {
-      status = r->exit_code;
-      break;
-    }
-  }
+  auto status = write_output(g, s, id, 0, true);
   quit.wake();
   feeder.join();
   ::sigaction(SIGWINCH, &old_sa, nullptr);
   winch.store(nullptr);
   if (raw)
     raw->restore();
-  return output_status(status);
+  return status;
 }
 
 } // namespace
@@ -236,10 +214,10 @@ command add_resize(CLI::App& app, global_options& g) {
   cmd.sub->add_option("id", f->id, "the process id, e.g. p-1")->required();
   cmd.sub->add_option("--rows", f->rows, "rows (1 to 10000)")
     ->required()
-    ->check(CLI::Range(1, 10000));
+    ->check(terminal_side());
   cmd.sub->add_option("--cols", f->cols, "columns (1 to 10000)")
     ->required()
-    ->check(CLI::Range(1, 10000));
+    ->check(terminal_side());
   cmd.sub->footer(global_options_footer);
   cmd.run = [&g, f] {
     return with_existing_session(g, "resize", [&](actors::blocking_session& s) {

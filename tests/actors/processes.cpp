@@ -10,12 +10,14 @@
 #include <thread>
 
 #include "fixture.hpp"
+#include "helpers/byte_pattern.hpp"
 
 using namespace std::chrono_literals;
 using sandbox::exit_reason;
 using sandbox::stream_kind;
 using sandbox::actors::process_options;
 using sandbox::actors::process_output;
+using sandbox::test::numbered_lines;
 
 namespace {
 
@@ -47,13 +49,6 @@ void start_and_wait(sandbox::actors::blocking_session& s, size_t count) {
     SANDBOX_REQUIRE_OK(p);
     SANDBOX_REQUIRE_OK(s.wait_process(p->id, 10s));
   }
-}
-
-std::string numbered_lines(int first, int last) {
-  std::string out;
-  for (int i = first; i <= last; ++i)
-    out += std::to_string(i) + "\n";
-  return out;
 }
 
 } // namespace

@@ -23,26 +23,16 @@
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "helpers/byte_pattern.hpp"
 #include "helpers/scale.hpp"
 #include "helpers/serve_process.hpp"
 
 using sandbox::test::json_lines;
+using sandbox::test::numbered_lines;
 using sandbox::test::run_shell;
 using sandbox::test::serve_process;
 
 namespace {
-
-/// Lines "1\n" to "<last>\n".
-std::string numbered_lines(uint64_t first, uint64_t last) {
-  std::string out;
-  for (auto i = first; i <= last; ++i)
-    out += std::to_string(i) + "\n";
-  return out;
-}
-
-std::string quote(const std::string& s) {
-  return "'" + s + "'";
-}
 
 /// A session on an own served node; `cli(args)` runs the real CLI in it.
 struct fixture {
@@ -142,7 +132,7 @@ CAF_TEST(fifty reattaches over node with sigkill and sigint lose nothing) {
                 + "+1)) $(((i+1)*" + std::to_string(per_block)
                 + ")); i=$((i+1)); done";
   auto started = cli("--json run --detach --stdin --retain "
-                     + std::to_string(retain) + " -- " + quote(script));
+                     + std::to_string(retain) + " -- '" + script + "'");
   CAF_REQUIRE_EQUAL(started.status, 0);
   auto id = json_lines(started.out).at(0)["id"].get<std::string>();
   uint64_t released = 0;

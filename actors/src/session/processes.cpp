@@ -74,7 +74,9 @@ struct handle_state {
       caf::anon_send(s, read_atom_v, number);
   }
 
-  process_output read(uint64_t from, uint64_t max) const {
+  /// The answer to a read from `from` of up to `max` bytes.
+  process_output read(uint64_t from, uint64_t max) {
+    answering();
     auto r = log->read(from, max);
     process_output out;
     out.chunks = std::move(r.chunks);
@@ -85,6 +87,21 @@ struct handle_state {
     out.exit_code = exit_code;
     out.reason = reason;
     return out;
+  }
+
+  /// The answer to a wait (unlike `info`, which a list asks for, it counts
+  /// as telling the end).
+  process_info waited() {
+    answering();
+    return info();
+  }
+
+  /// Answers `w` now.
+  void answer(waiter& w) {
+    if (w.is_wait)
+      w.wait_rp.deliver(waited());
+    else
+      w.read_rp.deliver(read(w.from, w.max));
   }
 
   /// Answers every waiter that now has its answer: a read once a byte at
@@ -100,11 +117,7 @@ struct handle_state {
         still.push_back(std::move(w));
         continue;
       }
-      answering();
-      if (w.is_wait)
-        w.wait_rp.deliver(info());
-      else
-        w.read_rp.deliver(read(w.from, w.max));
+      answer(w);
     }
     waiters = std::move(still);
   }
@@ -205,10 +218,8 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
           fmt::format("offset {} is past the end of the output of {} ({})",
                       from, st.id, st.log->end()));
       if (from < st.log->end() || !st.running || wait_ms == 0 || max == 0
-          || st.waiters.size() >= max_waiters) {
-        st.answering();
+          || st.waiters.size() >= max_waiters)
         return st.read(from, max);
-      }
       waiter w;
       w.from = from;
       w.max = max;
@@ -219,10 +230,8 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
     },
     [self](wait_atom, uint32_t wait_ms) -> caf::result<process_info> {
       auto& st = self->state;
-      if (!st.running || wait_ms == 0 || st.waiters.size() >= max_waiters) {
-        st.answering();
-        return st.info();
-      }
+      if (!st.running || wait_ms == 0 || st.waiters.size() >= max_waiters)
+        return st.waited();
       waiter w;
       w.is_wait = true;
       w.wait_rp = self->make_response_promise<process_info>();
@@ -238,11 +247,7 @@ handle_behavior(handle_ptr self, uint64_t number, std::string command,
         return;
       auto w = std::move(*i);
       st.waiters.erase(i);
-      st.answering();
-      if (w.is_wait)
-        w.wait_rp.deliver(st.info());
-      else
-        w.read_rp.deliver(st.read(w.from, w.max));
+      st.answer(w);
     },
     [self](stdin_atom, std::string& data) -> caf::result<ok_atom> {
       auto& st = self->state;

@@ -15,6 +15,20 @@ caf::error session_stopped(const session_state& st) {
 
 using namespace session_detail;
 
+namespace {
+
+/// Passes a request about process `id` on to its handle, which answers
+/// it; the error of `find_process` when the session has no such process.
+template <class R, class... Ts>
+caf::result<R> to_process(self_ptr self, const std::string& id, Ts&&... xs) {
+  auto h = find_process(self->state, id);
+  if (!h)
+    return std::move(h.error());
+  return self->delegate(*h, std::forward<Ts>(xs)...);
+}
+
+} // namespace
+
 session_actor_impl::behavior_type session_behavior(self_ptr self,
                                                    session_params params) {
   auto& st = self->state;
@@ -83,47 +97,26 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       return start_process(self, cmd, opts);
     },
     [self](proc_read_atom, const std::string& id, uint64_t from,
-           uint32_t wait_ms, uint64_t max) -> caf::result<process_output> {
-      auto h = find_process(self->state, id);
-      if (!h)
-        return std::move(h.error());
-      return self->delegate(*h, proc_read_atom_v, from,
-                            std::min(wait_ms, max_process_wait_ms), max);
+           uint32_t wait_ms, uint64_t max) {
+      return to_process<process_output>(self, id, proc_read_atom_v, from,
+                                        std::min(wait_ms, max_process_wait_ms),
+                                        max);
     },
-    [self](stdin_atom, const std::string& id,
-           std::string& data) -> caf::result<ok_atom> {
-      auto h = find_process(self->state, id);
-      if (!h)
-        return std::move(h.error());
-      return self->delegate(*h, stdin_atom_v, std::move(data));
+    [self](stdin_atom, const std::string& id, std::string& data) {
+      return to_process<ok_atom>(self, id, stdin_atom_v, std::move(data));
     },
-    [self](close_atom, const std::string& id) -> caf::result<ok_atom> {
-      auto h = find_process(self->state, id);
-      if (!h)
-        return std::move(h.error());
-      return self->delegate(*h, close_atom_v);
+    [self](close_atom, const std::string& id) {
+      return to_process<ok_atom>(self, id, close_atom_v);
     },
-    [self](kill_atom, const std::string& id,
-           int32_t sig) -> caf::result<ok_atom> {
-      auto h = find_process(self->state, id);
-      if (!h)
-        return std::move(h.error());
-      return self->delegate(*h, kill_atom_v, sig);
+    [self](kill_atom, const std::string& id, int32_t sig) {
+      return to_process<ok_atom>(self, id, kill_atom_v, sig);
     },
-    [self](resize_atom, const std::string& id, uint16_t rows,
-           uint16_t cols) -> caf::result<ok_atom> {
-      auto h = find_process(self->state, id);
-      if (!h)
-        return std::move(h.error());
-      return self->delegate(*h, resize_atom_v, rows, cols);
+    [self](resize_atom, const std::string& id, uint16_t rows, uint16_t cols) {
+      return to_process<ok_atom>(self, id, resize_atom_v, rows, cols);
     },
-    [self](wait_atom, const std::string& id,
-           uint32_t wait_ms) -> caf::result<process_info> {
-      auto h = find_process(self->state, id);
-      if (!h)
-        return std::move(h.error());
-      return self->delegate(*h, wait_atom_v,
-                            std::min(wait_ms, max_process_wait_ms));
+    [self](wait_atom, const std::string& id, uint32_t wait_ms) {
+      return to_process<process_info>(self, id, wait_atom_v,
+                                      std::min(wait_ms, max_process_wait_ms));
     },
     [self](proc_list_atom) -> caf::result<std::vector<process_info>> {
       auto& st = self->state;

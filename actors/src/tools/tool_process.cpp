@@ -216,9 +216,9 @@ tool process_kill_tool() {
   t.name = "process_kill";
   t.description
     = "Send a signal to a process process_start started (it and every "
-      "process it started) and answer with its exit status once it has ended "
-      "(up to 5 "
-      "s; it may still run after that if it ignores the signal).";
+      "process it started) and answer with its exit status once it has "
+      "ended (up to 5 s; it may still run after that if it ignores the "
+      "signal).";
   t.input_schema
     = object_schema({{"process_id", process_id_schema()},
                      {"signal",

@@ -304,7 +304,7 @@ void child_process::on_pidfd_ready() {
   pid_t rc;
   int err = 0;
   {
-    // Reaping and `signal_group` exclude each other: a signal is sent only
+    // Reaping and `signal_tree` exclude each other: a signal is sent only
     // while the leader is not reaped, when neither its pid nor its process
     // group id can belong to anyone else.
     std::lock_guard<std::mutex> guard{reap_mutex_};
@@ -456,14 +456,6 @@ void child_process::resize(terminal_size size) {
     // The kernel sends SIGWINCH to the terminal's foreground group.
     (void) ::ioctl(fd.native_handle(), TIOCSWINSZ, &ws);
   });
-}
-
-void child_process::signal_group(int sig) const noexcept {
-  std::lock_guard<std::mutex> guard{reap_mutex_};
-  if (pid_ > 0 && !reaped_) {
-    if (::kill(-pid_, sig) != 0)
-      ::kill(pid_, sig);
-  }
 }
 
 void child_process::signal_tree(int sig) const noexcept {

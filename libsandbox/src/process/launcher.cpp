@@ -116,6 +116,48 @@ result<void> open_terminal(int pts_dir, const terminal_size& size,
   return {};
 }
 
+/// Step: the child's 0, 1 and 2 (`stdin_r`, `stdout_w`, `stderr_w`) and
+/// our ends in `child`. Pipes, and /dev/null for a stdin nobody writes;
+/// with a terminal, its peer as all three (`stdout_w`), its master as our
+/// output and stdin ends.
+result<void> make_stdio(const launch_spec& spec, launched_child& child,
+                        unique_fd& stdin_r, unique_fd& stdout_w,
+                        unique_fd& stderr_w) {
+  if (spec.terminal) {
+    if (spec.contain.ns_pidfd >= 0 && spec.contain.pts_dir < 0)
+      return error{errc::io_error,
+                   fmt::format("cannot start {} with a terminal: its "
+                               "contained session has no /dev/pts of its own",
+                               spec.executable)};
+    if (auto ok = open_terminal(spec.contain.pts_dir, *spec.terminal,
+                                child.stdout_r, stdout_w);
+        !ok)
+      return ok.error();
+    if (auto ok = above_stdio(stdout_w); !ok)
+      return ok.error();
+    child.stdin_w.reset(::fcntl(child.stdout_r.get(), F_DUPFD_CLOEXEC, 0));
+    if (!child.stdin_w)
+      return make_errno_error(errno, "fcntl F_DUPFD_CLOEXEC");
+    return {};
+  }
+  if (spec.pipe_stdin) {
+    if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
+      return ok.error();
+  } else {
+    stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!stdin_r)
+      return make_errno_error(errno, "/dev/null");
+  }
+  if (auto ok = make_pipe(child.stdout_r, stdout_w); !ok)
+    return ok.error();
+  if (auto ok = make_pipe(child.stderr_r, stderr_w); !ok)
+    return ok.error();
+  for (auto* fd : {&stdin_r, &stdout_w, &stderr_w})
+    if (auto ok = above_stdio(*fd); !ok)
+      return ok.error();
+  return {};
+}
+
 /// Explains E2BIG: the kernel has a limit per string and one for all of
 /// them together.
 error too_long(const launch_spec& spec, const exec_arrays& arrays) {
@@ -317,38 +359,8 @@ result<launched_child> launch(const launch_spec& spec) {
   unique_fd stdin_r;
   unique_fd stdout_w;
   unique_fd stderr_w;
-  if (spec.terminal) {
-    if (spec.contain.ns_pidfd >= 0 && spec.contain.pts_dir < 0)
-      return error{errc::io_error,
-                   fmt::format("cannot start {} with a terminal: its "
-                               "contained session has no /dev/pts of its own",
-                               spec.executable)};
-    if (auto ok = open_terminal(spec.contain.pts_dir, *spec.terminal,
-                                child.stdout_r, stdout_w);
-        !ok)
-      return ok.error();
-    if (auto ok = above_stdio(stdout_w); !ok)
-      return ok.error();
-    child.stdin_w.reset(::fcntl(child.stdout_r.get(), F_DUPFD_CLOEXEC, 0));
-    if (!child.stdin_w)
-      return make_errno_error(errno, "fcntl F_DUPFD_CLOEXEC");
-  } else {
-    if (spec.pipe_stdin) {
-      if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
-        return ok.error();
-    } else {
-      stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-      if (!stdin_r)
-        return make_errno_error(errno, "/dev/null");
-    }
-    if (auto ok = make_pipe(child.stdout_r, stdout_w); !ok)
-      return ok.error();
-    if (auto ok = make_pipe(child.stderr_r, stderr_w); !ok)
-      return ok.error();
-    for (auto* fd : {&stdin_r, &stdout_w, &stderr_w})
-      if (auto ok = above_stdio(*fd); !ok)
-        return ok.error();
-  }
+  if (auto ok = make_stdio(spec, child, stdin_r, stdout_w, stderr_w); !ok)
+    return ok.error();
   auto opened = detail::open_cgroup_dir(spec.cgroup);
   if (!opened)
     return opened.error();

@@ -135,14 +135,11 @@ public:
   void resize(terminal_size size);
 
   /// Sends `sig` to the child's whole process group (to the child alone if
-  /// the group is gone), unless the child has been reaped: never to a pid
-  /// or group id that the system may have reused.
-  void signal_group(int sig) const noexcept;
-
-  /// As `signal_group`, and to every other process of the child's cgroup
-  /// (`launch_spec::cgroup`): descendants that left its group (a job of a
-  /// shell with job control, a `setsid`) get `sig` too. Without a cgroup
-  /// (the process-group mode), `signal_group`.
+  /// the group is gone) and to every other process of the child's cgroup
+  /// (`launch_spec::cgroup`; none in the process-group mode), so that
+  /// descendants that left its group (a job of a shell with job control, a
+  /// `setsid`) get it too. Nothing once the child has been reaped: never to
+  /// a pid, group id or cgroup that the system may have given to another.
   void signal_tree(int sig) const noexcept;
 
   /// Drops all callbacks and closes every descriptor, so that the strand
@@ -237,7 +234,7 @@ private:
   /// Set on the strand just before the finished report when no descriptor
   /// is left open: `shutdown` has nothing to do on the strand.
   std::atomic<bool> closed_at_report_{false};
-  /// Guards `reaped_` so that the reap and `signal_group`, which runs on
+  /// Guards `reaped_` so that the reap and `signal_tree`, which runs on
   /// any thread, never interleave (see `on_pidfd_ready`).
   mutable std::mutex reap_mutex_;
   bool reaped_ = false;
