@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <future>
 #include <string_view>
 #include <vector>
 
@@ -60,6 +61,15 @@ json answer(const json& id, const result<actors::tool_result>& r,
 
 } // namespace
 
+call_executors::call_executors(size_t workers)
+  : pools(std::make_unique<impl>(workers)) {
+}
+
+call_executors::~call_executors() {
+  pools->workers.join();
+  pools->ticker.join();
+}
+
 call_pool::call_pool(tool_provider& tools, jsonrpc::output& out,
                      const server_config& cfg,
                      std::function<std::string()> version)
@@ -68,9 +78,11 @@ call_pool::call_pool(tool_provider& tools, jsonrpc::output& out,
     cfg_(cfg),
     version_(std::move(version)),
     key_prefix_("mcp-" + make_uuid_v4()),
-    workers_(cfg.workers == 0 ? 1 : cfg.workers),
-    progress_timer_(ticker_.get_executor()),
-    retry_timer_(ticker_.get_executor()) {
+    exec_(cfg.executors ? cfg.executors
+                        : std::make_shared<call_executors>(cfg.workers)),
+    ticker_(boost::asio::make_strand(exec_->pools->ticker.get_executor())),
+    progress_timer_(ticker_),
+    retry_timer_(ticker_) {
   boost::asio::post(ticker_, [this] {
     next_progress_ = std::chrono::steady_clock::now() + cfg_.progress_interval;
     arm_progress();
@@ -89,8 +101,19 @@ call_pool::queued call_pool::start(call_ptr c) {
     if (!calls_.emplace(jsonrpc::dump(c->id), c).second)
       return queued::id_in_use;
     c->key = fmt::format("{}-{}", key_prefix_, ++next_key_);
+    ++tasks_;
   }
-  boost::asio::post(workers_, [this, c] { run(c); });
+  boost::asio::post(exec_->pools->workers, [this, c] {
+    run(c);
+    std::function<void()> finish;
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      if (--tasks_ == 0 && finish_)
+        finish = std::move(finish_);
+    }
+    if (finish)
+      finish();
+  });
   return queued::yes;
 }
 
@@ -164,34 +187,61 @@ size_t call_pool::in_flight() const {
 }
 
 size_t call_pool::shutdown() {
+  std::promise<size_t> done;
+  shutdown_async([&done](size_t n) { done.set_value(n); });
+  return done.get_future().get();
+}
+
+void call_pool::shutdown_async(std::function<void(size_t)> done) {
   size_t count = 0;
   std::vector<std::string> keys;
+  bool idle;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    if (stopping_)
-      return 0;
-    stopping_ = true;
-    count = calls_.size();
-    for (auto i = calls_.begin(); i != calls_.end();) {
-      auto& c = i->second;
-      c->cancelled = true;
-      if (c->running) {
-        keys.push_back(c->key);
-        ++i;
-      } else {
-        i = calls_.erase(i);
+    if (stopping_) {
+      idle = true;
+    } else {
+      idle = false;
+      stopping_ = true;
+      count = calls_.size();
+      for (auto i = calls_.begin(); i != calls_.end();) {
+        auto& c = i->second;
+        c->cancelled = true;
+        if (c->running) {
+          keys.push_back(c->key);
+          ++i;
+        } else {
+          i = calls_.erase(i);
+        }
       }
     }
   }
+  if (idle)
+    return done(0);
   for (auto& key : keys)
     tools_.cancel(key);
   // A command may start after its first cancellation: the ticker repeats
   // it until every call has ended.
   boost::asio::post(ticker_, [this] { arm_retry(); });
-  workers_.join();
-  ticker_.stop();
-  ticker_.join();
-  return count;
+  // Once the last task of this pool has finished, the timers are
+  // cancelled on their strand; once the cancelled handlers and a barrier
+  // after them have run there, nothing of the pool runs any more.
+  auto finish = [this, done = std::move(done), count]() mutable {
+    boost::asio::post(ticker_, [this, done = std::move(done), count]() mutable {
+      progress_timer_.cancel();
+      retry_timer_.cancel();
+      boost::asio::post(ticker_,
+                        [done = std::move(done), count] { done(count); });
+    });
+  };
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (tasks_ > 0) {
+      finish_ = std::move(finish);
+      return;
+    }
+  }
+  finish();
 }
 
 // -- the ticker's thread ------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <string>
 
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "jsonrpc.hpp"
@@ -42,9 +43,17 @@ struct call {
 
 using call_ptr = std::shared_ptr<call>;
 
-/// The calls of one server: each runs on a worker of a
-/// `boost::asio::thread_pool` and answers through `out` when done; one
-/// ticker thread drives two timers, progress and cancel retries.
+struct call_executors::impl {
+  explicit impl(size_t workers) : workers(workers == 0 ? 1 : workers) {
+  }
+  boost::asio::thread_pool workers;
+  boost::asio::thread_pool ticker{1};
+};
+
+/// The calls of one server: each runs on a worker of its `call_executors`
+/// and answers through `out` when done; the ticker thread drives two
+/// timers of the pool's, progress and cancel retries, on a strand of the
+/// pool's own.
 class call_pool {
 public:
   /// `version` returns the negotiated protocol version (it decides what a
@@ -76,6 +85,12 @@ public:
   /// refused. Idempotent (0 the second time).
   size_t shutdown();
 
+  /// As `shutdown`, without waiting: `done` gets the count (on the ticker
+  /// thread) once every call has ended and no handler of the pool runs
+  /// any more; the pool may be destroyed from then on (not inside `done`
+  /// itself: it runs on the pool's strand).
+  void shutdown_async(std::function<void(size_t)> done);
+
 private:
   void run(const call_ptr& c);
   void on_progress_tick();
@@ -97,9 +112,14 @@ private:
   std::string key_prefix_;
   uint64_t next_key_ = 0;
 
-  boost::asio::thread_pool workers_;
-  /// One thread: the timers and their handlers are used only there.
-  boost::asio::thread_pool ticker_{1};
+  std::shared_ptr<call_executors> exec_;
+  /// Tasks of this pool posted to the workers and not finished yet
+  /// (guarded by `mtx_`); `shutdown` waits for none.
+  size_t tasks_ = 0;
+  /// What `shutdown_async` does once `tasks_` is 0 (guarded by `mtx_`).
+  std::function<void()> finish_;
+  /// The timers and their handlers are used only on this strand.
+  boost::asio::strand<boost::asio::thread_pool::executor_type> ticker_;
   boost::asio::steady_timer progress_timer_;
   boost::asio::steady_timer::time_point next_progress_;
   boost::asio::steady_timer retry_timer_;

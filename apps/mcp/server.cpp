@@ -78,6 +78,14 @@ struct server::impl : jsonrpc::handler {
     return pool.shutdown();
   }
 
+  void shutdown_async(std::function<void(size_t)> done) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      stopping = true;
+    }
+    pool.shutdown_async(std::move(done));
+  }
+
   // -- jsonrpc::handler -------------------------------------------------------
 
   void notification(const std::string& method, const json& params) override {
@@ -228,6 +236,10 @@ void server::reject_line(std::string_view reason) {
 
 size_t server::shutdown() {
   return impl_->shutdown();
+}
+
+void server::shutdown_async(std::function<void(size_t)> done) {
+  impl_->shutdown_async(std::move(done));
 }
 
 std::string server::protocol_version() const {

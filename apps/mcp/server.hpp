@@ -52,12 +52,26 @@ public:
   virtual void cancel(const std::string& cancel_key) = 0;
 };
 
+/// The threads tool calls run on: a pool of workers (a call holds one
+/// while it runs) and one ticker thread for the progress and cancel
+/// timers. One set may serve many servers (`sandbox serve --http` shares
+/// one among its MCP sessions); without one, a server makes its own.
+struct call_executors {
+  explicit call_executors(size_t workers);
+  ~call_executors();
+  struct impl;
+  std::unique_ptr<impl> pools;
+};
+
 struct server_config {
   /// serverInfo of the initialize result.
   std::string name = "sandbox";
   std::string version = "unknown";
-  /// Calls that run at once; later ones wait for a free worker.
+  /// Calls that run at once; later ones wait for a free worker (when the
+  /// server makes its own `call_executors`).
   size_t workers = 8;
+  /// Shared executors; null: the server makes its own.
+  std::shared_ptr<call_executors> executors;
   /// How often a running call with a progress token reports progress.
   std::chrono::milliseconds progress_interval{500};
   /// How many of the latest output lines a progress message carries.
@@ -90,6 +104,11 @@ public:
   /// until they have ended; later lines are ignored. Returns how many calls
   /// it cancelled (0 the second time).
   size_t shutdown();
+
+  /// As `shutdown` without waiting: `done` gets the count once every call
+  /// has ended (on a thread of the call executors); the server may be
+  /// destroyed from then on, on another thread than `done`'s.
+  void shutdown_async(std::function<void(size_t)> done);
 
   /// The negotiated protocol version; empty before `initialize`.
   std::string protocol_version() const;

@@ -22,6 +22,7 @@
 #include "sandbox/client/blocking_session.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/uuid.hpp"
+#include "wire/json.hpp"
 
 namespace sandbox::cli {
 
@@ -135,24 +136,15 @@ int usage_error(const global_options& g, std::string_view message);
 
 // -- text and bytes -----------------------------------------------------------
 
-/// Whether `bytes` is valid UTF-8.
-bool is_utf8(std::string_view bytes);
+// Bytes as text or base64, and the JSON shapes: the wire library's.
+using wire::base64;
+using wire::is_utf8;
+using wire::put_bytes;
+using wire::put_path;
 
 /// `text` with backslash and control characters escaped (`\\`, `\n`, `\t`,
 /// `\xNN`), so that it stays on one line; other bytes are kept.
 std::string escape_control(std::string_view text);
-
-/// Sets "data" (valid UTF-8) or "data_b64" (anything else) to `bytes`.
-void put_bytes(nlohmann::ordered_json& j, std::string_view bytes);
-
-/// Sets `key` to `path`; a path that is not valid UTF-8 gets a display form
-/// (invalid bytes as U+FFFD) there and its exact bytes as base64 in
-/// `<key>_b64`.
-void put_path(nlohmann::ordered_json& j, const std::string& key,
-              const std::string& path);
-
-/// Encodes bytes as base64 (RFC 4648, with padding).
-std::string base64(std::string_view bytes);
 
 // -- input ------------------------------------------------------------------
 
@@ -305,8 +297,6 @@ int with_existing_session(
 int write_output(const global_options& g, actors::blocking_session& s,
                  const std::string& id, uint64_t offset, bool follow);
 
-/// A process as `ps --json` and `run --detach --json` print it.
-nlohmann::ordered_json process_json(const actors::process_info& p,
-                                    const std::string& session);
+using wire::process_json;
 
 } // namespace sandbox::cli

@@ -80,10 +80,7 @@ int stream_and_exit(
       return;
     bool ok;
     if (g.json) {
-      nlohmann::ordered_json j{{"type", "chunk"},
-                               {"stream", to_string(c.stream)}};
-      put_bytes(j, c.data);
-      ok = print_json(j);
+      ok = print_json(wire::chunk_json(c));
     } else {
       ok = emit(c.stream == stream_kind::err ? 2 : 1, c.data);
     }
@@ -95,22 +92,7 @@ int stream_and_exit(
   if (!r)
     return report(g, r.error());
   if (g.json) {
-    auto violations = nlohmann::ordered_json::array();
-    for (auto& v : r->violations)
-      violations.push_back({{"kind", std::string{to_string(v.kind)}},
-                            {"execution", v.execution},
-                            {"detail", v.detail}});
-    nlohmann::ordered_json ended_by;
-    if (r->ended_by != violation_kind::none)
-      ended_by = std::string{to_string(r->ended_by)};
-    print_json({{"type", "result"},
-                {"exit_code", r->exit_code},
-                {"exit_reason", std::string{to_string(r->reason)}},
-                {"truncated", r->truncated},
-                {"dropped_bytes", r->dropped_bytes},
-                {"ended_by", ended_by},
-                {"violations", violations},
-                {"violations_dropped", r->violations_dropped}});
+    print_json(wire::result_json(*r, false));
   } else {
     // What a contained session refused or which limit it hit goes to our
     // stderr after the command's own output.

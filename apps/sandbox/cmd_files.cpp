@@ -299,12 +299,7 @@ command add_ls(CLI::App& app, global_options& g) {
       auto done = files.list(
         f->path, static_cast<uint32_t>(*depth), [&](const fs::frame& x) {
           if (g.json) {
-            nlohmann::ordered_json j{{"type", "entry"}};
-            put_path(j, "path", x.path);
-            put_path(j, "name", x.name);
-            j["kind"] = std::string{to_string(x.kind)};
-            j["size"] = x.size;
-            out += json_line(j);
+            out += json_line(wire::frame_json(x));
             out += '\n';
           } else {
             out += fmt::format("{} {} {}{}\n", to_string(x.kind), x.size,
@@ -322,11 +317,7 @@ command add_ls(CLI::App& app, global_options& g) {
         return exit_error;
       if (!g.json)
         return done.error ? report(g, *done.error) : exit_ok;
-      nlohmann::ordered_json error = nullptr;
-      if (done.error)
-        error = {{"code", std::string{to_string(done.error->code)}},
-                 {"message", done.error->message}};
-      print_json({{"type", "done"}, {"count", done.count}, {"error", error}});
+      print_json(wire::done_json(done.count, done.error));
       return done.error ? exit_error : exit_ok;
     });
   };
@@ -349,15 +340,7 @@ command add_stat(CLI::App& app, global_options& g) {
       if (!st)
         return report(g, st.error());
       if (g.json) {
-        nlohmann::ordered_json j{{"type", "stat"}};
-        put_path(j, "path", *path);
-        j["kind"] = std::string{to_string(st->kind)};
-        j["size"] = st->size;
-        j["mtime_ns"] = st->mtime_ns;
-        j["dev"] = st->dev;
-        j["ino"] = st->ino;
-        j["version"] = st->version;
-        print_json(j);
+        print_json(wire::stat_json(*path, *st));
       } else {
         emit(1, fmt::format("kind={} size={} mtime_ns={} dev={} ino={} "
                             "version={}\n",

@@ -16,6 +16,7 @@
 #include "cli.hpp"
 #include "interrupt.hpp"
 #include "mcp/server.hpp"
+#include "mcp/session_tools.hpp"
 
 #ifndef SANDBOX_VERSION
 #  define SANDBOX_VERSION "unknown"
@@ -24,33 +25,6 @@
 namespace sandbox::cli {
 
 namespace {
-
-/// The server's tools: the toolbox of one session.
-class toolbox_provider : public mcp::tool_provider {
-public:
-  explicit toolbox_provider(actors::blocking_session& s)
-    : session_(s), box_(s) {
-  }
-
-  std::vector<actors::tool> tools() override {
-    return box_.tools();
-  }
-
-  result<actors::tool_result>
-  call(const std::string& name, const nlohmann::json& arguments,
-       const actors::tool_call_context& ctx) override {
-    return box_.call(name, arguments, ctx);
-  }
-
-  void cancel(const std::string& cancel_key) override {
-    if (auto r = session_.cancel(cancel_key); !r)
-      spdlog::warn("mcp: cancel {}: {}", cancel_key, r.error().message);
-  }
-
-private:
-  actors::blocking_session& session_;
-  actors::toolbox box_;
-};
 
 int serve_mcp(const global_options& global, const std::string& workdir) {
   // stdout carries protocol messages only: errors and every log line go to
@@ -76,7 +50,7 @@ int serve_mcp(const global_options& global, const std::string& workdir) {
   interrupt_guard guard{[&wake] { wake.wake(); }};
   int status = exit_ok;
   {
-    toolbox_provider tools{*session};
+    mcp::session_tools tools{*session};
     mcp::server_config scfg;
     scfg.version = SANDBOX_VERSION;
     mcp::server srv{tools,

@@ -30,25 +30,10 @@ constexpr auto follow_wait = std::chrono::seconds{30};
 
 /// A signal by name (TERM, SIGTERM, term) or number.
 result<int> parse_signal(const std::string& text) {
-  if (!text.empty()
-      && text.find_first_not_of("0123456789") == std::string::npos) {
-    auto n = parse_integer("--signal", text, 0, SIGRTMAX);
-    if (!n)
-      return n.error();
-    return static_cast<int>(*n);
-  }
-  std::string name;
-  for (char c : text)
-    name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (name.rfind("SIG", 0) == 0)
-    name.erase(0, 3);
-  for (int sig = 1; sig < NSIG; ++sig)
-    if (auto* abbrev = ::sigabbrev_np(sig); abbrev != nullptr && name == abbrev)
-      return sig;
-  return error{errc::invalid_argument,
-               fmt::format("--signal: unknown signal {} (a name such as "
-                           "TERM, KILL, INT, HUP, or a number)",
-                           quote_for_message(text))};
+  auto sig = sandbox::parse_signal(text);
+  if (!sig)
+    return error{errc::invalid_argument, "--signal: " + sig.error().message};
+  return sig;
 }
 
 } // namespace
@@ -67,25 +52,6 @@ int with_existing_session(
   if (!acquired)
     return report(g, acquired.error());
   return body(acquired->session);
-}
-
-nlohmann::ordered_json process_json(const actors::process_info& p,
-                                    const std::string& session) {
-  nlohmann::ordered_json j{{"type", "process"},
-                           {"id", p.id},
-                           {"session", session},
-                           {"command", p.command},
-                           {"pid", p.pid},
-                           {"state", p.running ? "running" : "exited"},
-                           {"tty", p.tty},
-                           {"stdin_open", p.stdin_open},
-                           {"next_offset", p.next_offset},
-                           {"retained_from", p.retained_from}};
-  if (!p.running) {
-    j["exit_code"] = p.exit_code;
-    j["exit_reason"] = std::string{to_string(p.reason)};
-  }
-  return j;
 }
 
 command add_ps(CLI::App& app, global_options& g) {

@@ -1,13 +1,16 @@
 // `sandbox serve`: runs a node and publishes its node actor over CAF's
 // network layer (caf::io, or caf::openssl with mutual TLS), so that
-// `--node HOST:PORT` and `remote_node` reach it (docs/distributed.md).
+// `--node HOST:PORT` and `remote_node` reach it (docs/distributed.md); with
+// --http, also HTTP: the JSON API and MCP (docs/http.md).
 
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -17,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli.hpp"
+#include "http/server.hpp"
 #include "interrupt.hpp"
 #include "runtime.hpp"
 #include "sandbox/actors/node.hpp"
@@ -43,7 +47,83 @@ struct serve_flags {
   std::vector<std::string> allow_uids;
   std::vector<std::string> admins;
   std::string session_ids;
+  /// HTTP (docs/http.md): ADDR:PORT, empty: none.
+  std::string http;
+  std::string token_file;
+  std::string http_max_header = std::to_string(http::limits{}.max_header_bytes);
+  std::string http_max_body = std::to_string(http::limits{}.max_json_bytes);
+  std::string http_max_connections
+    = std::to_string(http::limits{}.max_connections);
+  std::string http_header_timeout = "10";
+  std::string http_idle_timeout = "60";
+  std::string mcp_idle = "1800";
 };
+
+/// The HTTP server's settings from the flags (docs/http.md).
+result<http::server_config> http_config(const global_options& g,
+                                        const serve_flags& f) {
+  http::server_config c;
+  auto colon = f.http.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return error{errc::invalid_argument,
+                 fmt::format("--http expects ADDR:PORT (e.g. 127.0.0.1:8080), "
+                             "got \"{}\"",
+                             f.http)};
+  c.address = f.http.substr(0, colon);
+  if (c.address.size() > 2 && c.address.front() == '['
+      && c.address.back() == ']')
+    c.address = c.address.substr(1, c.address.size() - 2);
+  auto port = parse_integer("--http", f.http.substr(colon + 1), 0, 65535);
+  if (!port)
+    return port.error();
+  c.port = static_cast<uint16_t>(*port);
+  if (!actors::is_loopback(c.address)) {
+    if (!tls_of(g).enabled() || f.token_file.empty())
+      return error{errc::invalid_argument,
+                   fmt::format("serve: --http {} is not a loopback address: "
+                               "HTTP reachable from other machines requires "
+                               "TLS (--tls-cert, --tls-key) and --token-file",
+                               f.http)};
+    return error{errc::unsupported,
+                 fmt::format("serve: --http {}: this version serves HTTP on "
+                             "loopback only (no TLS for HTTP yet)",
+                             f.http)};
+  }
+  c.token_file = f.token_file;
+  auto number = [](const char* name, const std::string& text, int64_t lo,
+                   int64_t hi, auto& out) -> result<void> {
+    auto n = parse_integer(name, text, lo, hi);
+    if (!n)
+      return n.error();
+    out = static_cast<std::remove_reference_t<decltype(out)>>(*n);
+    return {};
+  };
+  for (auto ok : {number("--http-max-header", f.http_max_header, 1024, 1 << 20,
+                         c.door.max_header_bytes),
+                  number("--http-max-body", f.http_max_body, 1024, 1 << 30,
+                         c.door.max_json_bytes),
+                  number("--http-max-connections", f.http_max_connections, 1,
+                         1 << 20, c.door.max_connections)})
+    if (!ok)
+      return ok.error();
+  for (auto [name, text, out] :
+       {std::tuple{"--http-header-timeout", &f.http_header_timeout,
+                   &c.door.header_timeout},
+        std::tuple{"--http-idle-timeout", &f.http_idle_timeout,
+                   &c.door.idle_timeout},
+        std::tuple{"--mcp-idle", &f.mcp_idle, &c.mcp_idle}}) {
+    auto t = parse_seconds(name, *text);
+    if (!t)
+      return t.error();
+    if (t->count() <= 0)
+      return error{errc::invalid_argument,
+                   fmt::format("{} must be more than 0 seconds", name)};
+    *out = *t;
+  }
+  c.admins = f.admins;
+  c.version = SANDBOX_VERSION;
+  return c;
+}
 
 /// Waits until SIGTERM, SIGINT or SIGHUP arrives.
 void wait_for_interrupt() {
@@ -87,6 +167,15 @@ int serve(const global_options& g, const serve_flags& f) {
   }
   if (f.bind.empty())
     return usage_error(g, "serve: --bind expects an address, got \"\"");
+  std::optional<http::server_config> hcfg;
+  if (!f.http.empty()) {
+    auto c = http_config(g, f);
+    if (!c)
+      return c.error().code == errc::invalid_argument
+               ? usage_error(g, c.error().message)
+               : report(g, c.error());
+    hcfg = std::move(*c);
+  }
   auto tls = tls_of(g);
   if (!actors::is_loopback(f.bind) && !tls.enabled())
     return usage_error(g, fmt::format("serve: --bind {} is not a loopback "
@@ -171,19 +260,58 @@ int serve(const global_options& g, const serve_flags& f) {
   if (!bound)
     return report(g, bound.error());
   auto address = actors::node_address{f.bind, *bound}.to_string();
+  std::unique_ptr<http::server> web;
+  if (hcfg) {
+    hcfg->generated_token_file = fmt::format("{}/http-{}.token", private_dir,
+                                             ::getpid());
+    if (auto ok = make_private_directory(private_dir); !ok)
+      return report(g, ok.error());
+    auto started = http::server::start(*sys, node, rt->reactor().context(),
+                                       *hcfg);
+    if (!started)
+      return report(g, started.error());
+    web = std::move(*started);
+    // SIGHUP re-reads the token file instead of stopping the node.
+    on_hangup([w = web.get()] {
+      if (auto n = w->reload_tokens(); n)
+        spdlog::info("http: token file read again: {} token(s)", *n);
+      else
+        spdlog::error("http: {} (the old tokens stay)", n.error().message);
+    });
+  }
+  nlohmann::ordered_json http_json = nullptr;
+  if (web)
+    http_json = {{"address", hcfg->address},
+                 {"port", web->port()},
+                 {"token_file", hcfg->token_file.empty() ? web->token_path()
+                                                         : hcfg->token_file}};
   if (g.json)
     print_json({{"type", "listening"},
                 {"address", f.bind},
                 {"port", *bound},
-                {"tls", tls.enabled()}});
+                {"tls", tls.enabled()},
+                {"http", http_json}});
   else
     emit(1, fmt::format("listening on {}\n", address));
+  if (web && !g.json)
+    emit(1, fmt::format(
+              "http on http://{} token file {}\n",
+              actors::node_address{hcfg->address, web->port()}.to_string(),
+              http_json["token_file"].get<std::string>()));
   spdlog::info("node listening on {}{} (base directory {}, client grace "
                "{} ms)",
                address, tls.enabled() ? " with mutual TLS" : "",
                ncfg.base_directory, ncfg.client_grace.count());
   wait_for_interrupt();
   spdlog::info("signal {}: stopping every session", interrupted_by());
+  on_hangup(nullptr);
+  if (web) {
+    // The MCP sessions end first (their calls cancelled), then the rest.
+    auto token = web->token_path();
+    web.reset();
+    if (!token.empty())
+      ::unlink(token.c_str());
+  }
   caf::scoped_actor self{*sys};
   self->request(node, caf::infinite, actors::stop_atom_v)
     .receive(
@@ -248,6 +376,32 @@ command add_serve(CLI::App& app, global_options& g) {
                                   "range",
                                   default_session_id_base,
                                   default_session_id_count));
+  cmd.sub->add_option("--http", flags->http,
+                      "also serve HTTP on ADDR:PORT (docs/http.md): the "
+                      "JSON API under /v1 and MCP at /mcp; loopback only "
+                      "for now");
+  cmd.sub->add_option("--token-file", flags->token_file,
+                      "HTTP bearer tokens, lines `IDENTITY TOKEN` (re-read "
+                      "on SIGHUP); without it serve makes one token for "
+                      "identity `local` and prints the file that holds it");
+  cmd.sub->add_option("--http-max-header", flags->http_max_header,
+                      "bytes of a request's line and header fields (default "
+                      "16384; more: 431)");
+  cmd.sub->add_option("--http-max-body", flags->http_max_body,
+                      "bytes of a JSON body (default 1048576; more: 413; "
+                      "file bodies are streamed and have no cap)");
+  cmd.sub->add_option("--http-max-connections", flags->http_max_connections,
+                      "HTTP connections open at once (default 8192; one more "
+                      "is answered 503)");
+  cmd.sub->add_option("--http-header-timeout", flags->http_header_timeout,
+                      "seconds a client has to send a request's header "
+                      "(default 10)");
+  cmd.sub->add_option("--http-idle-timeout", flags->http_idle_timeout,
+                      "seconds a connection may make no progress (default "
+                      "60)");
+  cmd.sub->add_option("--mcp-idle", flags->mcp_idle,
+                      "seconds an MCP session over HTTP may stay unused "
+                      "before it ends (default 1800)");
   cmd.sub->footer(global_options_footer);
   cmd.run = [&g, flags] { return serve(g, *flags); };
   return cmd;

@@ -20,14 +20,7 @@ struct create_flags {
 
 nlohmann::ordered_json to_json(const actors::session_info& info,
                                const std::string& node = {}) {
-  auto endpoint = port_endpoint(info.port);
-  nlohmann::ordered_json j{{"type", "session"}, {"id", info.id}};
-  put_path(j, "working_directory", info.working_directory);
-  put_path(j, "home_directory", info.home_directory);
-  j["port"] = info.port;
-  j["endpoint"] = endpoint ? *endpoint : std::string{};
-  j["children"] = info.children;
-  j["isolation"] = to_string(info.isolation);
+  auto j = wire::session_json(info);
   if (!node.empty())
     j["node"] = node;
   return j;

@@ -20,6 +20,8 @@ namespace {
 
 std::mutex mtx;
 std::function<void()> handler;
+/// Set: SIGHUP calls it instead of interrupting.
+std::function<void()> hangup;
 /// Whether an interrupt `handler` takes starts the deadline.
 bool bounded = true;
 std::atomic<int> first_signal{0};
@@ -76,6 +78,13 @@ void install_interrupt_handling() {
       int sig = 0;
       if (sigwait(&set, &sig) != 0)
         continue;
+      if (sig == SIGHUP) {
+        std::lock_guard<std::mutex> guard{mtx};
+        if (hangup) {
+          hangup();
+          continue;
+        }
+      }
       int none = 0;
       first_signal.compare_exchange_strong(none, sig);
       // Called under the lock: the guard (and what its handler refers to)
@@ -90,6 +99,11 @@ void install_interrupt_handling() {
       handler();
     }
   }}.detach();
+}
+
+void on_hangup(std::function<void()> f) {
+  std::lock_guard<std::mutex> guard{mtx};
+  hangup = std::move(f);
 }
 
 int interrupted_by() {

@@ -19,6 +19,10 @@ constexpr std::chrono::seconds interrupt_deadline{30};
 /// 128 + its number.
 void install_interrupt_handling();
 
+/// From now on SIGHUP calls `f` (on the signal thread) instead of
+/// interrupting; an empty `f` puts the interrupt back.
+void on_hangup(std::function<void()> f);
+
 /// The first of SIGINT, SIGTERM or SIGHUP received (0: none). The CLI then
 /// exits with 128 + this number.
 int interrupted_by();

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/validation.hpp"
 #include "tool_exec.hpp"
 #include "tool_schema.hpp"
 #include "tool_text.hpp"
@@ -275,11 +276,10 @@ tool_result call_process_write(blocking_session& session,
 tool_result call_process_kill(blocking_session& session, const json& args) {
   auto id = args.at("process_id").get<std::string>();
   auto name = args.value("signal", std::string{"TERM"});
-  int sig = name == "KILL"  ? SIGKILL
-            : name == "INT" ? SIGINT
-            : name == "HUP" ? SIGHUP
-                            : SIGTERM;
-  if (auto k = session.kill_process(id, sig); !k)
+  auto sig = parse_signal(name);
+  if (!sig)
+    return tool_failure(to_string(sig.error().code), sig.error().message);
+  if (auto k = session.kill_process(id, *sig); !k)
     return tool_failure(to_string(k.error().code), k.error().message);
   auto info = session.wait_process(id, std::chrono::seconds{5});
   if (!info)

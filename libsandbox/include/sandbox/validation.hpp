@@ -71,4 +71,9 @@ result<void> validate_language(std::string_view language);
 ///   argument (MAX_ARG_STRLEN)`.
 result<void> validate_command(std::string_view command);
 
+/// A signal by name (`TERM`, `SIGTERM`, `term`) or number (0 to SIGRTMAX).
+/// @returns `invalid_argument` with `unknown signal "<text>" (a name such
+///   as TERM, KILL, INT, HUP, or a number)`.
+result<int> parse_signal(std::string_view text);
+
 } // namespace sandbox

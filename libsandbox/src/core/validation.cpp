@@ -1,6 +1,10 @@
 #include "sandbox/validation.hpp"
 
+#include <signal.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -131,6 +135,27 @@ result<void> validate_command(std::string_view command) {
                   "bytes for one argument (MAX_ARG_STRLEN)",
                   command.size() + 1, max_argument_bytes()));
   return {};
+}
+
+result<int> parse_signal(std::string_view text) {
+  if (!text.empty() && text.size() <= 3
+      && text.find_first_not_of("0123456789") == std::string_view::npos) {
+    auto n = std::stoi(std::string{text});
+    if (n <= SIGRTMAX)
+      return n;
+  }
+  std::string name;
+  for (char c : text)
+    name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0)
+    name.erase(0, 3);
+  for (int sig = 1; sig < NSIG && !name.empty(); ++sig)
+    if (auto* abbrev = ::sigabbrev_np(sig); abbrev != nullptr && name == abbrev)
+      return sig;
+  return error{errc::invalid_argument,
+               fmt::format("unknown signal {} (a name such as TERM, KILL, "
+                           "INT, HUP, or a number up to {})",
+                           quote_for_message(text), SIGRTMAX)};
 }
 
 } // namespace sandbox

@@ -1,0 +1,766 @@
+#include "connection.hpp"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <deque>
+#include <optional>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace sandbox::http {
+
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using error_code = boost::system::error_code;
+
+/// The most a streamed body is read at a time.
+constexpr size_t piece_bytes = 64 * 1024;
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/// Percent-decodes `in` ('+' stays '+'); false for a bad escape.
+bool percent_decode(std::string_view in, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size())
+      return false;
+    auto hi = hex_value(in[i + 1]);
+    auto lo = hex_value(in[i + 2]);
+    if (hi < 0 || lo < 0)
+      return false;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
+
+/// Splits the target into decoded path segments and query parameters.
+bool parse_target(std::string_view target, request_head& h) {
+  auto q = target.find('?');
+  auto path = target.substr(0, q);
+  if (path.empty() || path.front() != '/')
+    return false;
+  std::string part;
+  size_t at = 1;
+  while (at <= path.size()) {
+    auto slash = path.find('/', at);
+    auto seg = path.substr(at, slash == std::string_view::npos
+                                 ? std::string_view::npos
+                                 : slash - at);
+    if (!percent_decode(seg, part))
+      return false;
+    h.segments.push_back(part);
+    if (slash == std::string_view::npos)
+      break;
+    at = slash + 1;
+  }
+  // "/v1/sessions/" and "/v1/sessions" name the same thing.
+  if (!h.segments.empty() && h.segments.back().empty())
+    h.segments.pop_back();
+  if (q == std::string_view::npos)
+    return true;
+  auto query = target.substr(q + 1);
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto pair = query.substr(0, amp);
+    query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+    if (pair.empty())
+      continue;
+    auto eq = pair.find('=');
+    std::string key;
+    std::string value;
+    if (!percent_decode(pair.substr(0, eq), key))
+      return false;
+    if (eq != std::string_view::npos
+        && !percent_decode(pair.substr(eq + 1), value))
+      return false;
+    h.query[key] = value;
+  }
+  return true;
+}
+
+class connection;
+
+/// The exchange of one request of a connection.
+class request_exchange : public exchange {
+public:
+  request_exchange(std::shared_ptr<connection> c, uint64_t seq, request_head h)
+    : conn_(std::move(c)), seq_(seq), head_(std::move(h)) {
+  }
+
+  const request_head& head() const override {
+    return head_;
+  }
+
+  void read_body(size_t cap, std::function<void(std::string)> done) override;
+  void
+  stream_body(std::function<void(std::string, std::function<void()>)> piece,
+              std::function<void()> end) override;
+  void reply(status s, const json& body, fields extra) override;
+  void reply_bytes(status s, std::string content_type, std::string body,
+                   fields extra) override;
+  void begin(status s, std::string content_type, fields extra) override;
+  void write(std::string data, std::function<void(bool)> done) override;
+  void finish() override;
+  void abort() override;
+  void on_gone(std::function<void()> f) override;
+
+private:
+  std::shared_ptr<connection> conn_;
+  uint64_t seq_;
+  request_head head_;
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+public:
+  connection(tcp::socket s, std::shared_ptr<connection_hub> hub)
+    : stream_(std::move(s)), hub_(std::move(hub)) {
+    ++hub_->open;
+  }
+
+  ~connection() {
+    --hub_->open;
+  }
+
+  void start() {
+    wait_request(true);
+  }
+
+  /// Runs `f` on the strand if request `seq` is still the current one.
+  template <class F>
+  void on_strand(uint64_t seq, F f) {
+    net::dispatch(stream_.get_executor(),
+                  [self = shared_from_this(), seq, f = std::move(f)]() mutable {
+                    if (self->seq_ == seq && !self->closed_)
+                      f(*self);
+                  });
+  }
+
+  // -- called on the strand through request_exchange -------------------------
+
+  void read_body(size_t cap, std::function<void(std::string)> done) {
+    if (body_started_)
+      return;
+    body_started_ = true;
+    if (head_empty_body_) {
+      body_done_ = true;
+      watch_close();
+      done({});
+      return;
+    }
+    send_continue();
+    string_parser_.emplace(std::move(*header_parser_));
+    string_parser_->body_limit(cap);
+    stream_.expires_after(hub_->door.idle_timeout);
+    bhttp::async_read(
+      stream_, buf_, *string_parser_,
+      [self = shared_from_this(), seq = seq_, cap,
+       done = std::move(done)](error_code ec, size_t) {
+        if (self->seq_ != seq || self->closed_)
+          return;
+        if (ec == bhttp::error::body_limit) {
+          self->fail_now(status::payload_too_large, "too_large",
+                         fmt::format("the body is over the limit of {} bytes "
+                                     "for this route",
+                                     cap));
+          return;
+        }
+        if (ec) {
+          self->gone();
+          return;
+        }
+        self->body_done_ = true;
+        self->stream_.expires_never();
+        self->watch_close();
+        done(std::move(self->string_parser_->get().body()));
+      });
+  }
+
+  void
+  stream_body(std::function<void(std::string, std::function<void()>)> piece,
+              std::function<void()> end) {
+    if (body_started_)
+      return;
+    body_started_ = true;
+    piece_fn_ = std::move(piece);
+    end_fn_ = std::move(end);
+    if (head_empty_body_) {
+      body_done_ = true;
+      watch_close();
+      auto e = std::move(end_fn_);
+      e();
+      return;
+    }
+    send_continue();
+    buffer_parser_.emplace(std::move(*header_parser_));
+    buffer_parser_->body_limit(boost::none);
+    read_piece();
+  }
+
+  void reply_bytes(status s, std::string content_type, std::string body,
+                   fields extra) {
+    if (responded_)
+      return;
+    responded_ = true;
+    stop_watching();
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>(s, 11);
+    res->set(bhttp::field::content_type, content_type);
+    for (auto& [k, v] : extra)
+      res->set(k, v);
+    res->body() = std::move(body);
+    res->keep_alive(keep_alive());
+    res->prepare_payload();
+    stream_.expires_after(hub_->door.idle_timeout);
+    bhttp::async_write(stream_, *res,
+                       [self = shared_from_this(), res](error_code ec, size_t) {
+                         self->response_done(ec, res->keep_alive());
+                       });
+  }
+
+  void begin(status s, std::string content_type, fields extra) {
+    if (responded_)
+      return;
+    responded_ = true;
+    streaming_ = true;
+    stop_watching();
+    stream_res_.emplace(s, 11);
+    stream_res_->set(bhttp::field::content_type, content_type);
+    // No proxy in between may hold the pieces back.
+    stream_res_->set(bhttp::field::cache_control, "no-cache");
+    stream_res_->set("X-Accel-Buffering", "no");
+    for (auto& [k, v] : extra)
+      stream_res_->set(k, v);
+    stream_res_->keep_alive(keep_alive());
+    stream_res_->chunked(true);
+    serializer_.emplace(*stream_res_);
+    writing_ = true;
+    stream_.expires_after(hub_->door.idle_timeout);
+    bhttp::async_write_header(stream_, *serializer_,
+                              [self = shared_from_this()](error_code ec,
+                                                          size_t) {
+                                self->writing_ = false;
+                                if (ec)
+                                  return self->gone();
+                                self->pump();
+                              });
+  }
+
+  void write(std::string data, std::function<void(bool)> done) {
+    if (!streaming_ || finishing_) {
+      if (done)
+        done(false);
+      return;
+    }
+    queue_.push_back({std::move(data), std::move(done)});
+    pump();
+  }
+
+  void finish() {
+    if (!streaming_ || finishing_)
+      return;
+    finishing_ = true;
+    pump();
+  }
+
+  void abort() {
+    gone();
+  }
+
+  void on_gone(std::function<void()> f) {
+    if (gone_) {
+      f();
+      return;
+    }
+    gone_fns_.push_back(std::move(f));
+  }
+
+  void fail_now(status s, std::string_view code, std::string_view message) {
+    keep_ = false;
+    reply_bytes(s, "application/json",
+                wire::line(wire::error_json(code, message)) + "\n", {});
+  }
+
+  beast::tcp_stream::executor_type executor() {
+    return stream_.get_executor();
+  }
+
+  uint64_t seq_ = 0;
+  bool closed_ = false;
+
+private:
+  struct piece {
+    std::string data;
+    std::function<void(bool)> done;
+  };
+
+  bool keep_alive() const {
+    // A body nobody read is still on the wire: the connection cannot carry
+    // another request.
+    return keep_ && (body_done_ || head_empty_body_ && !body_started_)
+           && request_keep_alive_;
+  }
+
+  void wait_request(bool first) {
+    ++seq_;
+    reset_request();
+    if (buf_.size() > 0)
+      return read_header();
+    stream_.expires_after(first ? hub_->door.header_timeout
+                                : hub_->door.idle_timeout);
+    stream_.async_read_some(
+      buf_.prepare(1024), [self = shared_from_this()](error_code ec, size_t n) {
+        if (ec)
+          return self->close();
+        self->buf_.commit(n);
+        self->read_header();
+      });
+  }
+
+  void read_header() {
+    header_parser_.emplace();
+    header_parser_->header_limit(
+      static_cast<uint32_t>(hub_->door.max_header_bytes));
+    stream_.expires_after(hub_->door.header_timeout);
+    bhttp::async_read_header(stream_, buf_, *header_parser_,
+                             [self = shared_from_this()](
+                               error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  void on_header(error_code ec) {
+    if (ec == bhttp::error::header_limit)
+      return fail_now(status::request_header_fields_too_large,
+                      "header_too_large",
+                      fmt::format("the request line and header fields are "
+                                  "over the limit of {} bytes",
+                                  hub_->door.max_header_bytes));
+    if (ec == beast::error::timeout || ec == bhttp::error::end_of_stream
+        || ec == net::error::eof || ec == net::error::connection_reset
+        || ec == net::error::operation_aborted)
+      return close();
+    if (ec)
+      return fail_now(status::bad_request, "bad_request",
+                      fmt::format("malformed request: {}", ec.message()));
+    stream_.expires_never();
+    auto& req = header_parser_->get();
+    request_head h;
+    h.method = req.method();
+    h.method_name = std::string{req.method_string()};
+    h.target = std::string{req.target()};
+    for (auto& f : req) {
+      std::string name{f.name_string()};
+      for (auto& c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      h.headers[name] = std::string{f.value()};
+    }
+    request_keep_alive_ = req.keep_alive();
+    auto length = header_parser_->content_length();
+    head_empty_body_ = !header_parser_->chunked() && (!length || *length == 0);
+    h.empty_body = head_empty_body_;
+    if (!parse_target(h.target, h))
+      return fail_now(status::bad_request, "bad_request",
+                      "malformed request target (a path starting with '/' "
+                      "and valid percent escapes)");
+    auto who = hub_->identify(h.header("authorization"));
+    if (!who) {
+      keep_ = head_empty_body_;
+      reply_bytes(
+        status::unauthorized, "application/json",
+        wire::line(wire::error_json(
+          "unauthorized", h.headers.count("authorization") == 0
+                            ? "no Authorization header: send Authorization: "
+                              "Bearer TOKEN"
+                            : "the bearer token is not known to this node"))
+          + "\n",
+        {{"WWW-Authenticate", "Bearer"}});
+      return;
+    }
+    h.identity = std::move(*who);
+    hub_->route(std::make_shared<request_exchange>(shared_from_this(), seq_,
+                                                   std::move(h)));
+  }
+
+  void send_continue() {
+    auto& req = header_parser_->get();
+    auto expect = req[bhttp::field::expect];
+    if (expect.empty() || !beast::iequals(expect, "100-continue"))
+      return;
+    // Small and written before any other write of this request: the
+    // response cannot have started yet.
+    auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+    net::async_write(stream_, net::buffer(*msg), [msg](error_code, size_t) {});
+  }
+
+  void read_piece() {
+    piece_buf_.resize(piece_bytes);
+    auto& body = buffer_parser_->get().body();
+    body.data = piece_buf_.data();
+    body.size = piece_buf_.size();
+    stream_.expires_after(hub_->door.idle_timeout);
+    bhttp::async_read(stream_, buf_, *buffer_parser_,
+                      [self = shared_from_this(), seq = seq_](error_code ec,
+                                                              size_t) {
+                        if (self->seq_ != seq || self->closed_)
+                          return;
+                        if (ec == bhttp::error::need_buffer)
+                          ec = {};
+                        if (ec)
+                          return self->gone();
+                        self->on_piece();
+                      });
+  }
+
+  void on_piece() {
+    stream_.expires_never();
+    auto got = piece_buf_.size() - buffer_parser_->get().body().size;
+    bool last = buffer_parser_->is_done();
+    if (last) {
+      body_done_ = true;
+      watch_close();
+    }
+    auto next = [self = shared_from_this(), seq = seq_, last] {
+      self->on_strand(seq, [last](connection& c) {
+        if (last) {
+          auto e = std::move(c.end_fn_);
+          if (e)
+            e();
+        } else {
+          c.read_piece();
+        }
+      });
+    };
+    if (got == 0) {
+      next();
+      return;
+    }
+    piece_fn_(std::string{piece_buf_.data(), got}, std::move(next));
+  }
+
+  void pump() {
+    if (writing_ || closed_ || !serializer_)
+      return;
+    if (!serializer_->is_header_done())
+      return;
+    if (!queue_.empty()) {
+      writing_ = true;
+      stream_.expires_after(hub_->door.idle_timeout);
+      auto& p = queue_.front();
+      net::async_write(stream_, bhttp::make_chunk(net::buffer(p.data)),
+                       [self = shared_from_this()](error_code ec, size_t) {
+                         self->writing_ = false;
+                         auto p = std::move(self->queue_.front());
+                         self->queue_.pop_front();
+                         if (ec) {
+                           if (p.done)
+                             p.done(false);
+                           return self->gone();
+                         }
+                         if (p.done)
+                           p.done(true);
+                         self->pump();
+                       });
+      return;
+    }
+    if (finishing_) {
+      writing_ = true;
+      stream_.expires_after(hub_->door.idle_timeout);
+      net::async_write(stream_, bhttp::make_chunk_last(),
+                       [self = shared_from_this()](error_code ec, size_t) {
+                         self->writing_ = false;
+                         self->response_done(ec,
+                                             self->stream_res_->keep_alive());
+                       });
+    }
+  }
+
+  void response_done(error_code ec, bool keep) {
+    if (ec)
+      return gone();
+    if (!keep)
+      return close();
+    stream_.expires_never();
+    wait_request(false);
+  }
+
+  /// While a handler works: notices a client that closes its end.
+  void watch_close() {
+    if (watching_ || responded_)
+      return;
+    watching_ = true;
+    stream_.socket().async_wait(
+      tcp::socket::wait_read,
+      [self = shared_from_this(), seq = seq_](error_code ec) {
+        if (self->seq_ != seq || self->closed_ || !self->watching_)
+          return;
+        self->watching_ = false;
+        if (ec)
+          return;
+        char c;
+        auto n = ::recv(self->stream_.socket().native_handle(), &c, 1,
+                        MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+          self->gone();
+        // Bytes of a pipelined request: read after this response.
+      });
+  }
+
+  void stop_watching() {
+    if (!watching_)
+      return;
+    watching_ = false;
+    error_code ignored;
+    stream_.socket().cancel(ignored);
+  }
+
+  void gone() {
+    if (gone_)
+      return;
+    gone_ = true;
+    auto fns = std::move(gone_fns_);
+    gone_fns_.clear();
+    for (auto& f : fns)
+      f();
+    for (auto& p : queue_)
+      if (p.done)
+        p.done(false);
+    queue_.clear();
+    close();
+  }
+
+  void close() {
+    if (closed_)
+      return;
+    closed_ = true;
+    if (!gone_) {
+      gone_ = true;
+      auto fns = std::move(gone_fns_);
+      for (auto& f : fns)
+        f();
+    }
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+    // What the parsers and queues hold goes now, not when the last
+    // exchange lets go of the connection.
+    reset_request();
+    buf_ = beast::flat_buffer{};
+  }
+
+  void reset_request() {
+    header_parser_.reset();
+    string_parser_.reset();
+    buffer_parser_.reset();
+    serializer_.reset();
+    stream_res_.reset();
+    piece_buf_ = std::string{};
+    queue_.clear();
+    gone_fns_.clear();
+    piece_fn_ = nullptr;
+    end_fn_ = nullptr;
+    body_started_ = body_done_ = responded_ = streaming_ = finishing_ = false;
+    writing_ = watching_ = false;
+    keep_ = true;
+    if (!closed_)
+      gone_ = false;
+  }
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<connection_hub> hub_;
+  beast::flat_buffer buf_;
+  std::optional<bhttp::request_parser<bhttp::empty_body>> header_parser_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> string_parser_;
+  std::optional<bhttp::request_parser<bhttp::buffer_body>> buffer_parser_;
+  std::string piece_buf_;
+  std::function<void(std::string, std::function<void()>)> piece_fn_;
+  std::function<void()> end_fn_;
+  std::optional<bhttp::response<bhttp::empty_body>> stream_res_;
+  std::optional<bhttp::response_serializer<bhttp::empty_body>> serializer_;
+  std::deque<piece> queue_;
+  std::vector<std::function<void()>> gone_fns_;
+  bool head_empty_body_ = true;
+  bool request_keep_alive_ = true;
+  bool keep_ = true;
+  bool body_started_ = false;
+  bool body_done_ = false;
+  bool responded_ = false;
+  bool streaming_ = false;
+  bool finishing_ = false;
+  bool writing_ = false;
+  bool watching_ = false;
+  bool gone_ = false;
+};
+
+// -- request_exchange ---------------------------------------------------------
+
+void request_exchange::read_body(size_t cap,
+                                 std::function<void(std::string)> done) {
+  conn_->on_strand(seq_, [cap, done = std::move(done)](connection& c) mutable {
+    c.read_body(cap, std::move(done));
+  });
+}
+
+void request_exchange::stream_body(
+  std::function<void(std::string, std::function<void()>)> piece,
+  std::function<void()> end) {
+  conn_->on_strand(seq_, [piece = std::move(piece),
+                          end = std::move(end)](connection& c) mutable {
+    c.stream_body(std::move(piece), std::move(end));
+  });
+}
+
+void request_exchange::reply(status s, const json& body, fields extra) {
+  reply_bytes(s, "application/json", wire::line(body) + "\n", std::move(extra));
+}
+
+void request_exchange::reply_bytes(status s, std::string content_type,
+                                   std::string body, fields extra) {
+  conn_->on_strand(seq_, [s, ct = std::move(content_type),
+                          body = std::move(body),
+                          extra = std::move(extra)](connection& c) mutable {
+    c.reply_bytes(s, std::move(ct), std::move(body), std::move(extra));
+  });
+}
+
+void request_exchange::begin(status s, std::string content_type, fields extra) {
+  conn_->on_strand(seq_, [s, ct = std::move(content_type),
+                          extra = std::move(extra)](connection& c) mutable {
+    c.begin(s, std::move(ct), std::move(extra));
+  });
+}
+
+void request_exchange::write(std::string data, std::function<void(bool)> done) {
+  auto seq = seq_;
+  auto conn = conn_;
+  net::dispatch(conn->executor(), [conn, seq, data = std::move(data),
+                                   done = std::move(done)]() mutable {
+    if (conn->seq_ != seq || conn->closed_) {
+      if (done)
+        done(false);
+      return;
+    }
+    conn->write(std::move(data), std::move(done));
+  });
+}
+
+void request_exchange::finish() {
+  conn_->on_strand(seq_, [](connection& c) { c.finish(); });
+}
+
+void request_exchange::abort() {
+  conn_->on_strand(seq_, [](connection& c) { c.abort(); });
+}
+
+void request_exchange::on_gone(std::function<void()> f) {
+  auto seq = seq_;
+  auto conn = conn_;
+  net::dispatch(conn->executor(), [conn, seq, f = std::move(f)]() mutable {
+    // A stale or closed exchange: its client is gone.
+    if (conn->seq_ != seq || conn->closed_)
+      return f();
+    conn->on_gone(std::move(f));
+  });
+}
+
+} // namespace
+
+exchange::~exchange() = default;
+
+const std::string& request_head::header(const std::string& lower_name) const {
+  static const std::string none;
+  auto i = headers.find(lower_name);
+  return i == headers.end() ? none : i->second;
+}
+
+void exchange::fail(const sandbox::error& err) {
+  fail(status_of(err.code), to_string(err.code), err.message);
+}
+
+void exchange::fail(status s, std::string_view code, std::string_view message,
+                    fields extra) {
+  reply(s, wire::error_json(code, message), std::move(extra));
+}
+
+status status_of(errc code) {
+  switch (code) {
+    case errc::invalid_argument:
+      return status::bad_request;
+    case errc::path_not_found:
+    case errc::session_not_found:
+      return status::not_found;
+    case errc::not_a_regular_file:
+      return status::unprocessable_entity;
+    case errc::permission_denied:
+      return status::forbidden;
+    case errc::conflict:
+      return status::conflict;
+    case errc::timeout:
+      return status::gateway_timeout;
+    case errc::session_stopped:
+      return status::gone;
+    case errc::port_unavailable:
+      return status::too_many_requests;
+    case errc::unsupported:
+      return status::not_implemented;
+    case errc::node_unreachable:
+    case errc::aborted:
+      return status::service_unavailable;
+    default:
+      return status::internal_server_error;
+  }
+}
+
+void serve_connection(tcp::socket socket, std::shared_ptr<connection_hub> hub) {
+  std::make_shared<connection>(std::move(socket), std::move(hub))->start();
+}
+
+void refuse_connection(tcp::socket socket) {
+  auto body = wire::line(wire::error_json(
+                "limit", "the node serves as many connections as it may; try "
+                         "again later"))
+              + "\n";
+  auto msg = std::make_shared<std::string>(fmt::format(
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
+    body.size(), body));
+  auto s = std::make_shared<tcp::socket>(std::move(socket));
+  net::async_write(*s, net::buffer(*msg), [s, msg](error_code, size_t) {
+    error_code ignored;
+    s->shutdown(tcp::socket::shutdown_both, ignored);
+    s->close(ignored);
+  });
+}
+
+} // namespace sandbox::http

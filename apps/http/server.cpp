@@ -1,0 +1,163 @@
+#include "http/server.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <caf/actor_system.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "api.hpp"
+#include "connection.hpp"
+#include "mcp_http.hpp"
+#include "openapi.hpp"
+#include "tokens.hpp"
+
+namespace sandbox::http {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct server::impl : std::enable_shared_from_this<impl> {
+  impl(caf::actor_system& sys, actors::node_actor node, net::io_context& ctx,
+       server_config c)
+    : cfg(std::move(c)),
+      ctx(ctx),
+      acceptor(ctx),
+      retry(ctx),
+      api{sys, std::move(node), cfg.admins, cfg.door, {}},
+      mcp(api, ctx, mcp_config{cfg.version, cfg.mcp_idle, cfg.mcp_workers}) {
+  }
+
+  server_config cfg;
+  net::io_context& ctx;
+  tcp::acceptor acceptor;
+  net::steady_timer retry;
+  std::shared_ptr<connection_hub> hub = std::make_shared<connection_hub>();
+  token_store tokens;
+  api_context api;
+  mcp_endpoint mcp;
+  bool stopped = false;
+
+  void route(const exchange_ptr& ex) {
+    auto& seg = ex->head().segments;
+    if (!seg.empty() && seg[0] == "v1") {
+      if (seg.size() == 2 && seg[1] == "openapi.json") {
+        if (ex->head().method != verb::get)
+          return method_not_allowed(ex, "GET");
+        return ex->reply_bytes(status::ok, "application/json",
+                               std::string{openapi_json()});
+      }
+      return route_v1(api, ex);
+    }
+    if (seg.size() == 1 && seg[0] == "mcp")
+      return mcp.serve(ex);
+    ex->fail(status::not_found, "not_found",
+             fmt::format("no route {} (the API is below /v1, MCP at /mcp)",
+                         ex->head().target));
+  }
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(ctx), [self = shared_from_this()](
+                                                   boost::system::error_code ec,
+                                                   tcp::socket socket) {
+      if (self->stopped)
+        return;
+      if (ec) {
+        // Out of descriptors, say: try again soon instead of spinning.
+        spdlog::warn("http: accept: {}", ec.message());
+        self->retry.expires_after(std::chrono::milliseconds{100});
+        self->retry.async_wait([self](boost::system::error_code e) {
+          if (!e && !self->stopped)
+            self->accept();
+        });
+        return;
+      }
+      if (self->hub->open.load() >= self->cfg.door.max_connections)
+        refuse_connection(std::move(socket));
+      else
+        serve_connection(std::move(socket), self->hub);
+      self->accept();
+    });
+  }
+};
+
+result<std::unique_ptr<server>>
+server::start(caf::actor_system& sys, actors::node_actor node,
+              net::io_context& ctx, server_config cfg) {
+  boost::system::error_code ec;
+  auto address = net::ip::make_address(cfg.address, ec);
+  if (ec)
+    return error{errc::invalid_argument,
+                 fmt::format("--http: {} is not an IP address", cfg.address)};
+  auto i = std::make_shared<impl>(sys, std::move(node), ctx, cfg);
+  if (!cfg.token_file.empty()) {
+    if (auto n = i->tokens.load(cfg.token_file); !n)
+      return n.error();
+  } else if (auto ok = i->tokens.generate("local", cfg.generated_token_file);
+             !ok) {
+    return ok.error();
+  }
+  i->hub->door = cfg.door;
+  i->hub->identify = [w = std::weak_ptr<impl>{i}](
+                       const std::string& auth) -> std::optional<std::string> {
+    if (auto self = w.lock())
+      return self->tokens.identify(auth);
+    return std::nullopt;
+  };
+  i->hub->route = [w = std::weak_ptr<impl>{i}](const exchange_ptr& ex) {
+    if (auto self = w.lock())
+      self->route(ex);
+  };
+  tcp::endpoint ep{address, cfg.port};
+  auto& a = i->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec)
+    a.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec)
+    a.bind(ep, ec);
+  if (!ec)
+    a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return error{errc::io_error,
+                 fmt::format("--http: cannot listen on {}:{}: {}", cfg.address,
+                             cfg.port, ec.message())};
+  i->accept();
+  return std::unique_ptr<server>{new server{std::move(i)}};
+}
+
+server::server(std::shared_ptr<impl> i) : impl_(std::move(i)) {
+}
+
+server::~server() {
+  // On the reactor: the acceptor and timers are used there only.
+  auto i = impl_;
+  net::post(i->ctx, [i] {
+    i->stopped = true;
+    boost::system::error_code ignored;
+    i->acceptor.close(ignored);
+    i->retry.cancel();
+  });
+  impl_->mcp.shutdown();
+}
+
+uint16_t server::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
+
+const std::string& server::token_path() const {
+  static const std::string none;
+  return impl_->cfg.token_file.empty() ? impl_->cfg.generated_token_file : none;
+}
+
+result<size_t> server::reload_tokens() {
+  if (impl_->cfg.token_file.empty())
+    return size_t{1};
+  return impl_->tokens.load(impl_->cfg.token_file);
+}
+
+size_t server::connections() const {
+  return impl_->hub->open.load();
+}
+
+} // namespace sandbox::http
