@@ -182,6 +182,13 @@ public:
       done({});
       return;
     }
+    // Beast checks a Content-Length against the limit while it reads the
+    // header (whose parser had none): this one is checked here.
+    if (auto length = header_parser_->content_length(); length && *length > cap)
+      return fail_now(status::payload_too_large, "too_large",
+                      fmt::format("the body is {} bytes, over the limit of {} "
+                                  "bytes for this route",
+                                  *length, cap));
     send_continue();
     string_parser_.emplace(std::move(*header_parser_));
     string_parser_->body_limit(cap);
@@ -256,7 +263,8 @@ public:
       return;
     responded_ = true;
     streaming_ = true;
-    stop_watching();
+    // The watch goes on: a silent command's stream notices a client that
+    // left only this way.
     stream_res_.emplace(s, 11);
     stream_res_->set(bhttp::field::content_type, content_type);
     // No proxy in between may hold the pieces back.
@@ -352,6 +360,8 @@ private:
 
   void read_header() {
     header_parser_.emplace();
+    // The body's limit is the route's (read_body), not Beast's default.
+    header_parser_->body_limit(boost::none);
     header_parser_->header_limit(
       static_cast<uint32_t>(hub_->door.max_header_bytes));
     stream_.expires_after(hub_->door.header_timeout);
@@ -517,7 +527,7 @@ private:
 
   /// While a handler works: notices a client that closes its end.
   void watch_close() {
-    if (watching_ || responded_)
+    if (watching_ || (responded_ && !streaming_))
       return;
     watching_ = true;
     stream_.socket().async_wait(
@@ -719,6 +729,7 @@ status status_of(errc code) {
       return status::bad_request;
     case errc::path_not_found:
     case errc::session_not_found:
+    case errc::process_not_found:
       return status::not_found;
     case errc::not_a_regular_file:
       return status::unprocessable_entity;

@@ -315,7 +315,7 @@ caf::expected<process_handle> find_process(session_state& st,
   auto n = process_number(id);
   auto i = n == 0 ? st.processes.end() : st.processes.find(n);
   if (i == st.processes.end())
-    return caf::make_error(errc::invalid_argument,
+    return caf::make_error(errc::process_not_found,
                            fmt::format("no process {} in session {}", id,
                                        st.p.id));
   return i->second.handle;

@@ -40,6 +40,9 @@ enum class errc : uint8_t {
   /// A remote node or the connection to it is gone; the message names the
   /// node.
   node_unreachable,
+  /// No long-lived process with the given id in the session
+  /// (docs/processes.md); the message names it.
+  process_not_found,
 };
 
 /// Returns the snake_case name of `x`, e.g. "path_not_found".

@@ -24,6 +24,7 @@ constexpr std::string_view names[] = {
   "unsupported",
   "io_error",
   "node_unreachable",
+  "process_not_found",
 };
 
 } // namespace
