@@ -448,6 +448,26 @@ void mcp_endpoint::dispatch(const std::shared_ptr<session>& s,
                     "Invalid Request: a request id must be a string or an "
                     "integer");
   if (ids.empty()) {
+    // A cancelled request is never answered: its stream ends now.
+    auto cancelled = [&](const rpc_json& m) {
+      if (!m.is_object() || m.value("method", "") != "notifications/cancelled"
+          || !m.contains("params") || !m["params"].is_object()
+          || !m["params"].contains("requestId"))
+        return;
+      std::lock_guard<std::mutex> guard{s->mtx};
+      auto i = s->by_request.find(mcp::jsonrpc::dump(m["params"]["requestId"]));
+      if (i == s->by_request.end())
+        return;
+      auto st = i->second;
+      s->by_request.erase(i);
+      if (st->pending > 0 && --st->pending == 0)
+        s->finish(st);
+    };
+    if (body.is_array())
+      for (auto& m : body)
+        cancelled(m);
+    else
+      cancelled(body);
     // Notifications and responses only: nothing to answer but 202.
     s->receive(std::move(text));
     return ex->reply_bytes(status::accepted, "application/json", "");
@@ -473,8 +493,15 @@ void mcp_endpoint::dispatch(const std::shared_ptr<session>& s,
       s->by_token[t] = st;
       st->tokens.push_back(t);
     }
-    if (st->sse)
+    if (st->sse) {
       ex->begin(status::ok, "text/event-stream", st->extra);
+      // The priming event (MCP 2025-11-25): an id before anything else, so
+      // that a stream cut before its first message can be resumed. No
+      // data: clients dispatch nothing for it.
+      auto priming = fmt::format("id: {}-0\ndata:\n\n", st->id);
+      st->events.emplace_back(0, priming);
+      ex->write(std::move(priming), nullptr);
+    }
   }
   std::weak_ptr<session> weak = s;
   ex->on_gone([weak, st, ex] {

@@ -10,6 +10,8 @@ if(SANDBOX_NODE AND SANDBOX_NPM)
   file(MAKE_DIRECTORY ${mcp_client_dir})
   # Next to its node_modules, so that its imports resolve there.
   configure_file(${mcp_client_src}/e2e.mjs ${mcp_client_dir}/e2e.mjs COPYONLY)
+  configure_file(${mcp_client_src}/e2e-http.mjs ${mcp_client_dir}/e2e-http.mjs
+                 COPYONLY)
   set(stamp ${mcp_client_dir}/node_modules/.sandbox-installed)
   add_custom_command(
     OUTPUT ${stamp}
@@ -29,9 +31,17 @@ if(SANDBOX_NODE AND SANDBOX_NPM)
            COMMAND ${SANDBOX_NODE} ${mcp_client_dir}/e2e.mjs
                    $<TARGET_FILE:sandbox_cli>
            WORKING_DIRECTORY ${mcp_client_dir})
+  # The same SDK over HTTP: `sandbox serve --http`'s /mcp.
+  add_test(NAME mcp.e2e_http
+           COMMAND ${SANDBOX_NODE} ${mcp_client_dir}/e2e-http.mjs
+                   $<TARGET_FILE:sandbox_cli>
+           WORKING_DIRECTORY ${mcp_client_dir})
 else()
   add_test(NAME mcp.e2e
            COMMAND sh -c "echo 'mcp.e2e: node and npm are missing; \
 scripts/install-deps installs them' >&2; exit 1")
 endif()
 set_tests_properties(mcp.e2e PROPERTIES TIMEOUT 120)
+if(TARGET sandbox-mcp-client)
+  set_tests_properties(mcp.e2e_http PROPERTIES TIMEOUT 120)
+endif()
