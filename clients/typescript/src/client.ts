@@ -199,10 +199,11 @@ export class SandboxClient {
    * error.
    */
   async exec(session: string, command: string, options?: ExecOptions): Promise<ExecResult> {
-    return this.json('POST', sessionPath(session, '/exec'), {
+    const result = await this.json<ExecResult>('POST', sessionPath(session, '/exec'), {
       json: { command, ...execBody(options) },
       signal: options?.signal,
     });
+    return fillText(result);
   }
 
   /**
@@ -217,10 +218,11 @@ export class SandboxClient {
 
   /** `POST /v1/sessions/{id}/code`: runs `code` with the interpreter `language` ("python", "bash", "node", …). */
   async code(session: string, code: string, language: string, options?: ExecOptions): Promise<ExecResult> {
-    return this.json('POST', sessionPath(session, '/code'), {
+    const result = await this.json<ExecResult>('POST', sessionPath(session, '/code'), {
       json: { code, language, ...execBody(options) },
       signal: options?.signal,
     });
+    return fillText(result);
   }
 
   /** `POST /v1/sessions/{id}/code`, streamed as `execStream` is. */
