@@ -169,6 +169,8 @@ describe('NodeSandbox: the Sandbox methods', () => {
     await sandbox.writeText('listing/b.txt', 'bb');
     await sandbox.writeText('listing/a.txt', 'a');
     await sandbox.writeText('listing/dir/c.txt', 'c');
+    const ln = await sandbox.execute('ln -s dir listing/zlink && ln -s nowhere listing/zdangling');
+    assert.equal(ln.exitCode, 0, ln.stderr);
     const entries = await sandbox.listFiles('listing');
     assert.deepEqual(
       entries.map((e) => [e.name, e.isDir]),
@@ -176,6 +178,8 @@ describe('NodeSandbox: the Sandbox methods', () => {
         ['a.txt', false],
         ['b.txt', false],
         ['dir', true],
+        ['zdangling', undefined], // a symlink to nothing: only its name
+        ['zlink', true], // a symlink is described by its target
       ],
     );
     assert.equal(entries[0].size, 1);
