@@ -19,13 +19,17 @@ namespace {
 /// How deep a listing may go.
 constexpr uint32_t max_list_depth = 64;
 
+/// The path after `/v1/sessions/ID/KIND/`: its segments joined again, so
+/// that `files//tmp/x` names the absolute path /tmp/x.
 std::string path_of(const request_head& h) {
   std::string out;
   for (size_t i = 4; i < h.segments.size(); ++i) {
-    if (!out.empty())
+    if (i > 4)
       out += '/';
     out += h.segments[i];
   }
+  if (h.trailing_slash && h.segments.size() > 4)
+    out += '/';
   return out;
 }
 

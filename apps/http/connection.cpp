@@ -88,9 +88,12 @@ bool parse_target(std::string_view target, request_head& h) {
       break;
     at = slash + 1;
   }
-  // "/v1/sessions/" and "/v1/sessions" name the same thing.
-  if (!h.segments.empty() && h.segments.back().empty())
+  // "/v1/sessions/" and "/v1/sessions" name the same route; a file route
+  // keeps the slash (`trailing_slash`): "link/" follows a symlink.
+  if (!h.segments.empty() && h.segments.back().empty()) {
     h.segments.pop_back();
+    h.trailing_slash = true;
+  }
   if (q == std::string_view::npos)
     return true;
   auto query = target.substr(q + 1);

@@ -40,6 +40,8 @@ struct request_head {
   std::string method_name;
   /// The path, percent-decoded segment by segment, split at '/'.
   std::vector<std::string> segments;
+  /// The path ended with '/' (not counted as a segment).
+  bool trailing_slash = false;
   /// The raw target (path and query), for messages.
   std::string target;
   /// The query's parameters, percent-decoded (the last of a repeated name).

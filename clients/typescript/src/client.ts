@@ -57,7 +57,7 @@ export interface ExecOptions extends CallOptions {
   cwd?: string;
   /** Merged over the session's environment. */
   env?: Env;
-  /** Seconds; the node ends the command then (`exit_reason: "timed_out"`, exit code 124). */
+  /** Seconds; the node ends the command then (`exit_reason: "timeout"`, exit code 124). */
   timeout?: number;
 }
 

@@ -227,12 +227,12 @@ export class NodeSandbox extends Sandbox {
       if (e.kind === 'symlink') {
         try {
           const target = await this.client.stat(id, `${dir}${e.name}/`);
-          out.push({ name: e.name, isDir: target.kind === 'directory', size: target.size });
+          out.push({ name: e.name, isDir: target.kind === 'dir', size: target.size });
         } catch {
           out.push({ name: e.name });
         }
       } else {
-        out.push({ name: e.name, isDir: e.kind === 'directory', size: e.size });
+        out.push({ name: e.name, isDir: e.kind === 'dir', size: e.size });
       }
     }
     return out.sort((a, b) => a.name.localeCompare(b.name));
@@ -289,7 +289,7 @@ export class NodeSandbox extends Sandbox {
           const chunk: StreamChunk = { type: 'streamChunk', data: event.data, streamType: event.stream === 'stderr' ? 'stderr' : 'stdout' };
           yield chunk;
         } else {
-          if (event.exit_reason === 'timed_out') {
+          if (event.exit_reason === 'timeout') {
             throw new SandboxTimeoutError(options?.timeout ?? 0, stdout, stderr);
           }
           const result: ExecutionResult = {

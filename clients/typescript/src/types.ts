@@ -16,7 +16,7 @@ export type Env = Record<string, string>;
 export type Isolation = 'none' | 'contained' | (string & {});
 
 /** Why an execution or process ended. */
-export type ExitReason = 'exited' | 'signaled' | 'timed_out' | 'cancelled' | (string & {});
+export type ExitReason = 'exited' | 'signalled' | 'timeout' | 'cancelled' | 'stopped' | (string & {});
 
 /** `POST /v1/sessions`, `GET /v1/sessions/{id}`. */
 export interface SessionInfo {
@@ -155,7 +155,7 @@ export interface RemoveResult {
   path_b64?: string;
 }
 
-export type FileKind = 'file' | 'directory' | 'symlink' | 'other' | (string & {});
+export type FileKind = 'file' | 'dir' | 'symlink' | 'other' | (string & {});
 
 /** One `entry` line of `GET …/list/{path}`. */
 export interface ListEntry {

@@ -128,10 +128,10 @@ describe('exec', () => {
     assert.equal(typeof r.stdout, 'string'); // filled by the client, lossily
   });
 
-  test('timeout ends the command: timed_out, exit code 124', async () => {
+  test('timeout ends the command: timeout, exit code 124', async () => {
     const started = Date.now();
     const r = await client.exec(sid, 'echo before; sleep 30', { timeout: 1 });
-    assert.equal(r.exit_reason, 'timed_out');
+    assert.equal(r.exit_reason, 'timeout');
     assert.equal(r.exit_code, 124);
     assert.equal(r.stdout, 'before\n');
     assert.ok(Date.now() - started < 20000);
@@ -354,7 +354,7 @@ describe('files', () => {
     assert.equal(byName['a.txt']?.type, 'entry');
     assert.equal(byName['a.txt']?.kind, 'file');
     assert.equal(byName['a.txt']?.size, 3);
-    assert.equal(byName['sub']?.kind, 'directory');
+    assert.equal(byName['sub']?.kind, 'dir');
     assert.ok(!entries.some((e) => e.name === 'b.txt'), 'depth 1 goes no deeper');
 
     const deep = await client.listAll(sid, 'tree', { depth: 2 });
@@ -390,7 +390,7 @@ describe('files', () => {
     assert.equal(s.size, 5);
     assert.equal(s.version, w.version);
     for (const f of ['mtime_ns', 'dev', 'ino']) assert.equal(typeof s[f], 'number', f);
-    assert.equal((await client.stat(sid, 'tree')).kind, 'directory');
+    assert.equal((await client.stat(sid, 'tree')).kind, 'dir');
   });
 
   test('remove', async () => {
