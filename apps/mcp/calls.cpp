@@ -36,12 +36,30 @@ std::string last_lines(std::string_view text, size_t n) {
                                                    : text.substr(pos + 1)};
 }
 
-/// The response to call `id` that ended with `r`.
-json answer(const json& id, const result<actors::tool_result>& r,
-            bool structured) {
+/// The response to call `id` that ended with `r`, in protocol `version`:
+/// structuredContent since 2025-06-18; since 2025-11-25 arguments that do
+/// not fit the tool are a failed tool (the model can correct itself), and
+/// a second text block holds the structured content's serialized JSON (as
+/// the spec asks of a tool with an outputSchema); the first stays the
+/// tool's text for people and models (numbered lines, exit code).
+json answer(const json& id, result<actors::tool_result> r,
+            const std::string& version) {
+  bool structured = version >= "2025-06-18";
+  bool current = version >= "2025-11-25";
+  if (!r && current && r.error().code == errc::invalid_argument) {
+    actors::tool_result failed;
+    failed.is_error = true;
+    failed.text = r.error().message;
+    failed.structured = {{"error", "invalid_argument"},
+                         {"message", r.error().message}};
+    r = std::move(failed);
+  }
   if (r) {
     json content = json::array();
     content.push_back({{"type", "text"}, {"text", r->text}});
+    if (current && r->structured.is_object())
+      content.push_back(
+        {{"type", "text"}, {"text", jsonrpc::dump(json(r->structured))}});
     json res{{"content", std::move(content)}, {"isError", r->is_error}};
     if (structured && r->structured.is_object())
       res["structuredContent"] = json(r->structured);
@@ -138,8 +156,7 @@ void call_pool::run(const call_ptr& c) {
   } catch (const std::exception& e) {
     r = error{errc::io_error, e.what()};
   }
-  // structuredContent exists since 2025-06-18.
-  auto response = answer(c->id, r, version_() == protocol_versions.front());
+  auto response = answer(c->id, std::move(r), version_());
   bool cancelled;
   {
     // Once out of the table, the ticker reports no more progress for it.

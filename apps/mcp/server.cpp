@@ -12,8 +12,8 @@
 
 namespace sandbox::mcp {
 
-const std::vector<std::string> protocol_versions{"2025-06-18", "2025-03-26",
-                                                 "2024-11-05"};
+const std::vector<std::string> protocol_versions{"2025-11-25", "2025-06-18",
+                                                 "2025-03-26", "2024-11-05"};
 
 tool_provider::~tool_provider() = default;
 
@@ -118,11 +118,21 @@ struct server::impl : jsonrpc::handler {
     if (method == "ping")
       return out.deliver(b, result_response(id, json::object()));
     if (method == "tools/list") {
+      // Versions are dates: a later one compares greater.
+      auto v = negotiated();
       json list = json::array();
-      for (auto& t : tool_specs())
-        list.push_back({{"name", t.name},
-                        {"description", t.description},
-                        {"inputSchema", json(t.input_schema)}});
+      for (auto& t : tool_specs()) {
+        json item{{"name", t.name}};
+        if (v >= "2025-06-18" && !t.title.empty())
+          item["title"] = t.title;
+        item["description"] = t.description;
+        item["inputSchema"] = json(t.input_schema);
+        if (v >= "2025-11-25" && !t.output_schema.empty())
+          item["outputSchema"] = json(t.output_schema);
+        if (v >= "2025-03-26" && !t.annotations.empty())
+          item["annotations"] = json(t.annotations);
+        list.push_back(std::move(item));
+      }
       return out.deliver(b, result_response(id, {{"tools", std::move(list)}}));
     }
     if (method == "tools/call")

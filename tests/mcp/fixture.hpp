@@ -43,8 +43,12 @@ public:
     auto obj = [](json props) {
       return json{{"type", "object"}, {"properties", std::move(props)}};
     };
-    return {{"echo", "Answers its arguments.",
-             obj({{"text", {{"type", "string"}}}})},
+    actors::tool echo{"echo", "Answers its arguments.",
+                      obj({{"text", {{"type", "string"}}}})};
+    echo.title = "Echo";
+    echo.annotations = {{"readOnlyHint", true}};
+    echo.output_schema = obj({{"args", {{"type", "object"}}}});
+    return {echo,
             {"fail", "Always fails.", obj(json::object())},
             {"broken", "Breaks.", obj(json::object())},
             {"slow", "Runs until released.",

@@ -204,7 +204,8 @@ CAF_TEST(unknown tools and wrong argument types answer - 32602) {
 }
 
 CAF_TEST(initialize answers the client version when supported) {
-  for (std::string v : {"2025-06-18", "2025-03-26", "2024-11-05"}) {
+  for (std::string v :
+       {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
     fixture f;
     auto r = f.initialize(v);
     CAF_CHECK_EQUAL(r["id"], 0);
@@ -214,10 +215,10 @@ CAF_TEST(initialize answers the client version when supported) {
     CAF_CHECK(r["result"]["capabilities"]["tools"].is_object());
     CAF_CHECK_EQUAL(f.srv->protocol_version(), v);
   }
-  for (std::string v : {"2099-01-01", "2025-11-25", "1.0", ""}) {
+  for (std::string v : {"2099-01-01", "2026-07-28", "1.0", ""}) {
     fixture f;
     auto r = f.initialize(v);
-    CAF_CHECK_EQUAL(r["result"]["protocolVersion"], "2025-06-18");
+    CAF_CHECK_EQUAL(r["result"]["protocolVersion"], "2025-11-25");
   }
 }
 
@@ -284,6 +285,42 @@ CAF_TEST(tool results carry text structured content and isError) {
     CAF_CHECK(!r["result"].contains("structuredContent"));
     CAF_CHECK_EQUAL(r["result"]["isError"], false);
   }
+}
+
+CAF_TEST(under 2025 - 11 - 25 tools carry more
+         and bad arguments fail the tool) {
+  fixture f;
+  f.initialize("2025-11-25");
+  f.send(f.request(1, "tools/list"));
+  auto r = f.out.next();
+  auto& echo = r["result"]["tools"][0];
+  CAF_CHECK_EQUAL(echo["title"], "Echo");
+  CAF_CHECK_EQUAL(echo["annotations"]["readOnlyHint"], true);
+  CAF_CHECK_EQUAL(echo["outputSchema"]["type"], "object");
+  // A tool without them lists none.
+  CAF_CHECK(!r["result"]["tools"][1].contains("outputSchema"));
+  f.send(f.call(2, "echo", {{"text", 42}}));
+  r = f.out.next();
+  CAF_CHECK_EQUAL(r["result"]["isError"], true);
+  CAF_CHECK_EQUAL(r["result"]["content"][0]["text"],
+                  "echo: text must be a string");
+  CAF_CHECK_EQUAL(r["result"]["structuredContent"]["error"],
+                  "invalid_argument");
+  CAF_CHECK_EQUAL(
+    json::parse(r["result"]["content"][1]["text"].get<std::string>()),
+    r["result"]["structuredContent"]);
+  // An unknown tool is still a protocol error.
+  f.send(f.call(3, "nope", json::object()));
+  CAF_CHECK_EQUAL(error_code(f.out.next()), mcp::invalid_params);
+  // Under 2025-06-18, the same bad arguments are a protocol error.
+  fixture old;
+  old.initialize("2025-06-18");
+  old.send(old.call(1, "echo", {{"text", 42}}));
+  CAF_CHECK_EQUAL(error_code(old.out.next()), mcp::invalid_params);
+  old.send(old.request(2, "tools/list"));
+  r = old.out.next();
+  CAF_CHECK(!r["result"]["tools"][0].contains("outputSchema"));
+  CAF_CHECK_EQUAL(r["result"]["tools"][0]["title"], "Echo");
 }
 
 CAF_TEST(an id in use by a running call is refused) {

@@ -181,6 +181,18 @@ tool shell_tool(const toolbox_options& opts) {
      {"cwd", cwd_schema("the command")},
      {"env", env_schema("this command")}},
     {"command"});
+  t.title = "Run a shell command";
+  t.output_schema
+    = output_schema({{"exit_code", {{"type", "integer"}}},
+                     {"exit_reason", {{"type", "string"}}},
+                     {"stdout", {{"type", "string"}}},
+                     {"stderr", {{"type", "string"}}},
+                     {"truncated", {{"type", "boolean"}}},
+                     {"dropped_bytes", {{"type", "integer"}}},
+                     {"ended_by", {{"type", "string"}}},
+                     {"violations", {{"type", "array"}}},
+                     {"violations_dropped", {{"type", "integer"}}}});
+  t.annotations = hints(false, true, false, true);
   return t;
 }
 
@@ -204,6 +216,18 @@ tool code_tool(const toolbox_options& opts) {
                        "digits, '.', '_' and '-' only."}}},
      {"timeout", timeout_schema()}},
     {"code", "language"});
+  t.title = "Run code";
+  t.output_schema
+    = output_schema({{"exit_code", {{"type", "integer"}}},
+                     {"exit_reason", {{"type", "string"}}},
+                     {"stdout", {{"type", "string"}}},
+                     {"stderr", {{"type", "string"}}},
+                     {"truncated", {{"type", "boolean"}}},
+                     {"dropped_bytes", {{"type", "integer"}}},
+                     {"ended_by", {{"type", "string"}}},
+                     {"violations", {{"type", "array"}}},
+                     {"violations_dropped", {{"type", "integer"}}}});
+  t.annotations = hints(false, true, false, true);
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sandbox/fs/path_resolver.hpp"
+#include "tool_schema.hpp"
 #include "tool_text.hpp"
 
 namespace sandbox::actors::detail {
@@ -105,6 +106,14 @@ tool file_editor::spec() {
                            "inserts at the top of the file."}}}}},
        {"required", {"command", "path"}},
        {"additionalProperties", false}};
+  t.title = "View and edit files";
+  t.output_schema = output_schema({{"command", {{"type", "string"}}},
+                                   {"path", {{"type", "string"}}},
+                                   {"kind", {{"type", "string"}}},
+                                   {"content", {{"type", "string"}}},
+                                   {"entries", {{"type", "array"}}},
+                                   {"truncated", {{"type", "boolean"}}}});
+  t.annotations = hints(false, true, false, false);
   return t;
 }
 

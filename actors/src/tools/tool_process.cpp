@@ -179,6 +179,14 @@ tool process_start_tool(const toolbox_options& opts) {
      {"cols", terminal_side_schema("Columns", 80)},
      {"yield_seconds", yield_schema(10)}},
     {"command"});
+  t.title = "Start a process";
+  t.output_schema = output_schema({{"process_id", {{"type", "string"}}},
+                                   {"running", {{"type", "boolean"}}},
+                                   {"output", {{"type", "string"}}},
+                                   {"next_offset", {{"type", "integer"}}},
+                                   {"exit_code", {{"type", "integer"}}},
+                                   {"exit_reason", {{"type", "string"}}}});
+  t.annotations = hints(false, true, false, true);
   return t;
 }
 
@@ -209,6 +217,14 @@ tool process_write_tool(const toolbox_options& opts) {
                        "where the previous call left off."}}},
      {"yield_seconds", yield_schema(2)}},
     {"process_id"});
+  t.title = "Write to a process and read its output";
+  t.output_schema = output_schema({{"process_id", {{"type", "string"}}},
+                                   {"running", {{"type", "boolean"}}},
+                                   {"output", {{"type", "string"}}},
+                                   {"next_offset", {{"type", "integer"}}},
+                                   {"exit_code", {{"type", "integer"}}},
+                                   {"exit_reason", {{"type", "string"}}}});
+  t.annotations = hints(false, true, false, true);
   return t;
 }
 
@@ -227,6 +243,14 @@ tool process_kill_tool() {
                        {"enum", {"TERM", "KILL", "INT", "HUP"}},
                        {"description", "The signal (default TERM)."}}}},
                     {"process_id"});
+  t.title = "Signal a process";
+  t.output_schema = output_schema({{"process_id", {{"type", "string"}}},
+                                   {"running", {{"type", "boolean"}}},
+                                   {"output", {{"type", "string"}}},
+                                   {"next_offset", {{"type", "integer"}}},
+                                   {"exit_code", {{"type", "integer"}}},
+                                   {"exit_reason", {{"type", "string"}}}});
+  t.annotations = hints(false, true, true, false);
   return t;
 }
 
@@ -238,6 +262,9 @@ tool process_list_tool() {
       "and exited: id, command, whether it runs, its exit status, and the "
       "offset its output has reached.";
   t.input_schema = object_schema(json::object());
+  t.title = "List processes";
+  t.output_schema = output_schema({{"processes", {{"type", "array"}}}});
+  t.annotations = hints(true, false, true, false);
   return t;
 }
 

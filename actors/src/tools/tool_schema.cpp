@@ -153,6 +153,19 @@ std::string explain(const json& schema, const json& args,
 
 } // namespace
 
+json output_schema(json properties) {
+  properties["error"] = {{"type", "string"}};
+  properties["message"] = {{"type", "string"}};
+  return {{"type", "object"}, {"properties", std::move(properties)}};
+}
+
+json hints(bool read_only, bool destructive, bool idempotent, bool open_world) {
+  return {{"readOnlyHint", read_only},
+          {"destructiveHint", destructive},
+          {"idempotentHint", idempotent},
+          {"openWorldHint", open_world}};
+}
+
 json object_schema(json properties, std::vector<std::string> required) {
   json out = {{"type", "object"},
               {"properties", std::move(properties)},

@@ -18,6 +18,15 @@ namespace sandbox::actors::detail {
 nlohmann::json object_schema(nlohmann::json properties,
                              std::vector<std::string> required = {});
 
+/// The output schema of a tool: an object whose members, when present,
+/// have the types `properties` gives (no member is required, others may
+/// come), plus the `error` and `message` of a failed tool.
+nlohmann::json output_schema(nlohmann::json properties);
+
+/// MCP's annotations of a tool.
+nlohmann::json hints(bool read_only, bool destructive, bool idempotent,
+                     bool open_world);
+
 /// A compiled input schema of one tool.
 class tool_schema {
 public:

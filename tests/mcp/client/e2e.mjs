@@ -114,7 +114,7 @@ async function main() {
   assert.equal(client.getServerVersion().name, 'sandbox');
   assert.ok(client.getServerCapabilities().tools, 'tools capability');
   const init = lines.find(m => m.result?.protocolVersion);
-  assert.equal(init.result.protocolVersion, '2025-06-18');
+  assert.equal(init.result.protocolVersion, '2025-11-25');
 
   step('tools/list');
   const { tools } = await client.listTools();
@@ -125,7 +125,15 @@ async function main() {
     const tool = tools.find(t => t.name === name);
     assert.equal(tool.inputSchema.type, 'object');
     assert.ok(tool.description.length > 20, `${name} has a description`);
+    // 2025-11-25: a title, annotations and an output schema.
+    assert.ok(tool.title, `${name} has a title`);
+    assert.equal(tool.outputSchema?.type, 'object', `${name} outputSchema`);
+    assert.equal(typeof tool.annotations?.readOnlyHint, 'boolean');
   }
+  assert.equal(tools.find(t => t.name === 'process_list').annotations.readOnlyHint,
+               true);
+  assert.equal(tools.find(t => t.name === 'shell').annotations.destructiveHint,
+               true);
 
   step('shell: run a command');
   let r = await client.callTool({
@@ -149,13 +157,16 @@ async function main() {
   assert.match(text(r), /42/);
   assert.equal(r.structuredContent.exit_code, 0);
 
-  step('errors: unknown tool and wrong argument types are -32602');
+  step('errors: an unknown tool is -32602, wrong arguments a failed tool');
   await assert.rejects(
     client.callTool({ name: 'no_such_tool', arguments: {} }),
     e => e.code === -32602);
-  await assert.rejects(
-    client.callTool({ name: 'shell', arguments: { command: 42 } }),
-    e => e.code === -32602);
+  r = await client.callTool({ name: 'shell', arguments: { command: 42 } });
+  assert.equal(r.isError, true);
+  assert.match(text(r), /command/);
+  assert.equal(r.structuredContent.error, 'invalid_argument');
+  // The serialized structured content, in a second text block.
+  assert.deepEqual(JSON.parse(r.content[1].text), r.structuredContent);
 
   step('long command: progress notifications');
   const progress = [];

@@ -53,6 +53,15 @@ struct tool {
   /// JSON Schema of the `arguments` object, using only keywords that mean
   /// the same in drafts 7 and 2020-12 (no `$schema` member).
   nlohmann::json input_schema;
+  /// A name for people (MCP's `title`).
+  std::string title;
+  /// MCP's tool annotations: `readOnlyHint`, `destructiveHint`,
+  /// `idempotentHint`, `openWorldHint`.
+  nlohmann::json annotations = nlohmann::json::object();
+  /// JSON Schema of the result's `structured` object (MCP's
+  /// `outputSchema`); it also admits a failed tool's `{"error",
+  /// "message"}`.
+  nlohmann::json output_schema = nlohmann::json::object();
 };
 
 /// Limits of a toolbox.
