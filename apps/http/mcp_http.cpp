@@ -498,7 +498,8 @@ void mcp_endpoint::dispatch(const std::shared_ptr<session>& s,
       // The priming event (MCP 2025-11-25): an id before anything else, so
       // that a stream cut before its first message can be resumed. No
       // data: clients dispatch nothing for it.
-      auto priming = fmt::format("id: {}-0\ndata:\n\n", st->id);
+      // `retry`: how long a client waits before it reconnects.
+      auto priming = fmt::format("id: {}-0\nretry: 1000\ndata:\n\n", st->id);
       st->events.emplace_back(0, priming);
       ex->write(std::move(priming), nullptr);
     }

@@ -11,6 +11,7 @@
 #include "connection.hpp"
 #include "mcp_http.hpp"
 #include "openapi.hpp"
+#include "sandbox/validation.hpp"
 #include "tokens.hpp"
 
 namespace sandbox::http {
@@ -38,8 +39,45 @@ struct server::impl : std::enable_shared_from_this<impl> {
   api_context api;
   mcp_endpoint mcp;
   bool stopped = false;
+  /// Listening on a loopback address: Host and Origin must name one.
+  bool loopback = true;
+
+  /// Whether a Host (`NAME[:PORT]`) or Origin (`SCHEME://NAME[:PORT]`)
+  /// names a loopback host.
+  static bool names_loopback(std::string value) {
+    if (auto scheme = value.find("://"); scheme != std::string::npos)
+      value.erase(0, scheme + 3);
+    std::string host;
+    if (!value.empty() && value.front() == '[') {
+      auto close = value.find(']');
+      if (close == std::string::npos)
+        return false;
+      host = value.substr(1, close - 1);
+    } else {
+      host = value.substr(0, value.find(':'));
+    }
+    for (auto& c : host)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  }
 
   void route(const exchange_ptr& ex) {
+    // DNS rebinding: a page of another site that a browser was made to
+    // send here names that site in Host or Origin. A loopback node
+    // answers only requests that name a loopback host.
+    if (loopback) {
+      for (auto* field : {"host", "origin"}) {
+        auto& value = ex->head().header(field);
+        if (!value.empty() && !names_loopback(value))
+          return ex->fail(status::forbidden, "forbidden_host",
+                          fmt::format("{} {} is not this node's: a loopback "
+                                      "node answers requests for localhost, "
+                                      "127.0.0.1 or [::1] only",
+                                      field == std::string{"host"} ? "Host"
+                                                                   : "Origin",
+                                      quote_for_message(value)));
+      }
+    }
     auto& seg = ex->head().segments;
     if (!seg.empty() && seg[0] == "v1") {
       if (seg.size() == 2 && seg[1] == "openapi.json") {
@@ -99,6 +137,7 @@ server::start(caf::actor_system& sys, actors::node_actor node,
     return ok.error();
   }
   i->hub->door = cfg.door;
+  i->loopback = address.is_loopback();
   i->hub->identify = [w = std::weak_ptr<impl>{i}](
                        const std::string& auth) -> std::optional<std::string> {
     if (auto self = w.lock())

@@ -137,6 +137,25 @@ struct server::impl : jsonrpc::handler {
     }
     if (method == "tools/call")
       return start_call(id, params, b);
+    if (method == "logging/setLevel") {
+      // The server logs to its own stderr, never to the client: any level
+      // is accepted and nothing is sent at it.
+      static const std::vector<std::string> levels{"debug",  "info",
+                                                   "notice", "warning",
+                                                   "error",  "critical",
+                                                   "alert",  "emergency"};
+      if (!params.is_object() || !params.contains("level")
+          || !params["level"].is_string()
+          || std::find(levels.begin(), levels.end(),
+                       params["level"].get<std::string>())
+               == levels.end())
+        return out.deliver(
+          b, error_response(id, invalid_params,
+                            "Invalid params: logging/setLevel needs "
+                            "params.level, one of debug, info, notice, "
+                            "warning, error, critical, alert, emergency"));
+      return out.deliver(b, result_response(id, json::object()));
+    }
     out.deliver(b, error_response(id, method_not_found,
                                   fmt::format("Method not found: {}", method)));
   }
@@ -169,7 +188,8 @@ struct server::impl : jsonrpc::handler {
                  chosen);
     return result_response(
       id, {{"protocolVersion", chosen},
-           {"capabilities", {{"tools", {{"listChanged", false}}}}},
+           {"capabilities",
+            {{"tools", {{"listChanged", false}}}, {"logging", json::object()}}},
            {"serverInfo", {{"name", cfg.name}, {"version", cfg.version}}}});
   }
 

@@ -251,6 +251,16 @@ CAF_TEST(what the transport refuses) {
   auto g = n.send(garbage);
   CAF_CHECK_EQUAL(g.status, 400);
   CAF_CHECK_EQUAL(g.body_json()["error"]["code"], -32700);
+  // DNS rebinding: another site named in Origin or Host is refused.
+  auto origin = call(sid, rpc(5, "ping"),
+                     {accept_both, "Origin: http://evil.example"});
+  CAF_CHECK_EQUAL(origin.status, 403);
+  CAF_CHECK_EQUAL(origin.body_json()["code"], "forbidden_host");
+  auto host = call(sid, rpc(6, "ping"), {accept_both, "Host: evil.example"});
+  CAF_CHECK_EQUAL(host.status, 403);
+  auto local = call(sid, rpc(7, "ping"),
+                    {accept_both, "Origin: http://localhost:3000"});
+  CAF_CHECK_EQUAL(local.status, 200);
   request put;
   put.method = "PUT";
   put.path = "/mcp";

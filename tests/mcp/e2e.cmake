@@ -12,6 +12,10 @@ if(SANDBOX_NODE AND SANDBOX_NPM)
   configure_file(${mcp_client_src}/e2e.mjs ${mcp_client_dir}/e2e.mjs COPYONLY)
   configure_file(${mcp_client_src}/e2e-http.mjs ${mcp_client_dir}/e2e-http.mjs
                  COPYONLY)
+  configure_file(${mcp_client_src}/conformance.mjs
+                 ${mcp_client_dir}/conformance.mjs COPYONLY)
+  configure_file(${mcp_client_src}/conformance-baseline.yaml
+                 ${mcp_client_dir}/conformance-baseline.yaml COPYONLY)
   set(stamp ${mcp_client_dir}/node_modules/.sandbox-installed)
   add_custom_command(
     OUTPUT ${stamp}
@@ -36,6 +40,12 @@ if(SANDBOX_NODE AND SANDBOX_NPM)
            COMMAND ${SANDBOX_NODE} ${mcp_client_dir}/e2e-http.mjs
                    $<TARGET_FILE:sandbox_cli>
            WORKING_DIRECTORY ${mcp_client_dir})
+  # The official conformance suite against both transports; 0.1.13 is its
+  # last release that runs on Node 20 (later ones need Node 22).
+  add_test(NAME mcp.conformance
+           COMMAND ${SANDBOX_NODE} ${mcp_client_dir}/conformance.mjs
+                   $<TARGET_FILE:sandbox_cli>
+           WORKING_DIRECTORY ${mcp_client_dir})
 else()
   add_test(NAME mcp.e2e
            COMMAND sh -c "echo 'mcp.e2e: node and npm are missing; \
@@ -44,4 +54,5 @@ endif()
 set_tests_properties(mcp.e2e PROPERTIES TIMEOUT 120)
 if(TARGET sandbox-mcp-client)
   set_tests_properties(mcp.e2e_http PROPERTIES TIMEOUT 120)
+  set_tests_properties(mcp.conformance PROPERTIES TIMEOUT 300)
 endif()
