@@ -303,7 +303,7 @@ void route_files(api_context& api, const exchange_ptr& ex,
             },
             actors::remove_atom_v, path);
         default:
-          api.sys.spawn(upload, ex, fs, path, std::move(opts));
+          spawn_anywhere(api.sys, upload, ex, fs, path, std::move(opts));
       }
     },
     actors::files_atom_v);

@@ -9,19 +9,35 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/logger.hpp>
 
 #include "exchange.hpp"
 #include "sandbox/client/blocking_session.hpp"
 
 namespace sandbox::http {
 
+/// Spawns an actor on `sys` from any thread (a reactor thread, a CAF
+/// worker). CAF 0.17.6's `spawn` makes the calling thread keep a
+/// thread-local reference to the system's logger, and the system's
+/// destructor waits until every such reference is gone: a reactor thread,
+/// which outlives the system, would make an embedder's node hang at its
+/// end. The reference is dropped again at once (CAF's own log lines of
+/// that thread are lost; the node logs through spdlog).
+template <class... Ts>
+auto spawn_anywhere(caf::actor_system& sys, Ts&&... xs) {
+  auto a = sys.spawn(std::forward<Ts>(xs)...);
+  caf::logger::set_current_actor_system(nullptr);
+  return a;
+}
+
 /// Sends `xs...` to `dest`; `on_ok` gets the answer, `on_err` the error.
 template <class Handle, class OnOk, class OnErr, class... Ts>
 void ask(caf::actor_system& sys, const Handle& dest, OnOk on_ok, OnErr on_err,
          Ts... xs) {
-  sys.spawn([dest, on_ok = std::move(on_ok), on_err = std::move(on_err),
-             args = std::make_tuple(std::move(xs)...)](
-              caf::event_based_actor* self) mutable {
+  spawn_anywhere(sys, [dest, on_ok = std::move(on_ok),
+                       on_err = std::move(on_err),
+                       args = std::make_tuple(std::move(xs)...)](
+                        caf::event_based_actor* self) mutable {
     std::apply(
       [&](auto&... a) {
         self->request(dest, caf::infinite, std::move(a)...)

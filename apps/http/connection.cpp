@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <deque>
 #include <optional>
 
@@ -148,7 +150,8 @@ private:
   request_head head_;
 };
 
-class connection : public std::enable_shared_from_this<connection> {
+class connection : public closable,
+                   public std::enable_shared_from_this<connection> {
 public:
   connection(tcp::socket s, std::shared_ptr<connection_hub> hub)
     : stream_(std::move(s)), hub_(std::move(hub)) {
@@ -161,6 +164,14 @@ public:
 
   void start() {
     wait_request(true);
+  }
+
+  void shut(std::function<void()> done) override {
+    net::dispatch(stream_.get_executor(),
+                  [self = shared_from_this(), done = std::move(done)] {
+                    self->close();
+                    done();
+                  });
   }
 
   /// Runs `f` on the strand if request `seq` is still the current one.
@@ -756,8 +767,42 @@ status status_of(errc code) {
   }
 }
 
+closable::~closable() = default;
+
 void serve_connection(tcp::socket socket, std::shared_ptr<connection_hub> hub) {
-  std::make_shared<connection>(std::move(socket), std::move(hub))->start();
+  auto c = std::make_shared<connection>(std::move(socket), hub);
+  {
+    std::lock_guard<std::mutex> guard{hub->mtx};
+    auto& all = hub->all;
+    if (all.size() >= 64 && all.size() > 2 * hub->open.load())
+      all.erase(std::remove_if(all.begin(), all.end(),
+                               [](auto& w) { return w.expired(); }),
+                all.end());
+    all.push_back(c);
+  }
+  c->start();
+}
+
+void close_connections(connection_hub& hub) {
+  std::vector<std::shared_ptr<closable>> live;
+  {
+    std::lock_guard<std::mutex> guard{hub.mtx};
+    for (auto& w : hub.all)
+      if (auto c = w.lock())
+        live.push_back(std::move(c));
+    hub.all.clear();
+  }
+  std::mutex mtx;
+  std::condition_variable cv;
+  size_t left = live.size();
+  for (auto& c : live)
+    c->shut([&] {
+      std::lock_guard<std::mutex> guard{mtx};
+      if (--left == 0)
+        cv.notify_all();
+    });
+  std::unique_lock<std::mutex> lock{mtx};
+  cv.wait(lock, [&] { return left == 0; });
 }
 
 void refuse_connection(tcp::socket socket) {

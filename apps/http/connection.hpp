@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 
@@ -17,6 +19,15 @@
 #include "http/server.hpp"
 
 namespace sandbox::http {
+
+/// A connection as the hub knows it.
+class closable {
+public:
+  virtual ~closable();
+  /// Closes the connection on its strand and drops what its request holds
+  /// (the callbacks that keep node actors referenced); `done` runs after.
+  virtual void shut(std::function<void()> done) = 0;
+};
 
 /// What the connections of one server share.
 struct connection_hub {
@@ -30,7 +41,16 @@ struct connection_hub {
   std::function<void(const exchange_ptr&)> route;
   /// Connections open now.
   std::atomic<size_t> open{0};
+  /// Every connection (expired ones are pruned as new ones come).
+  std::mutex mtx;
+  std::vector<std::weak_ptr<closable>> all;
 };
+
+/// Closes every connection of `hub` and waits until each has let go of
+/// what its request held: a node's actors may then all end (an embedder's
+/// actor system waits for them before its reactor stops). Call from a
+/// thread that is not the reactor's.
+void close_connections(connection_hub& hub);
 
 /// Serves `socket` (whose executor is a strand of its own) until the
 /// client closes it, a limit is hit or the response says close.

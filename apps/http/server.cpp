@@ -1,5 +1,7 @@
 #include "http/server.hpp"
 
+#include <future>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -171,13 +173,17 @@ server::server(std::shared_ptr<impl> i) : impl_(std::move(i)) {
 server::~server() {
   // On the reactor: the acceptor and timers are used there only.
   auto i = impl_;
-  net::post(i->ctx, [i] {
+  std::promise<void> closed;
+  net::post(i->ctx, [i, &closed] {
     i->stopped = true;
     boost::system::error_code ignored;
     i->acceptor.close(ignored);
     i->retry.cancel();
+    closed.set_value();
   });
+  closed.get_future().wait();
   impl_->mcp.shutdown();
+  close_connections(*impl_->hub);
 }
 
 uint16_t server::port() const {

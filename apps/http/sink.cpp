@@ -6,19 +6,28 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 
+#include "ask.hpp"
+
 namespace sandbox::http {
 
 namespace {
+
+/// Bytes a sink lets wait in its connection's queue before it holds back
+/// the ack of a piece: the node sends on while the client keeps up, and a
+/// slow client costs the node at most this (plus one piece) per response.
+constexpr uint64_t window_bytes = 1u << 20;
 
 struct sink_state {
   exchange_ptr ex;
   std::string content_type;
   fields extra;
   bool started = false;
-  bool writing = false;
-  caf::response_promise ack;
-  /// The end, held back while a piece is being written.
-  std::optional<std::function<void()>> end;
+  /// The client is gone: every later piece is refused.
+  bool failed = false;
+  /// Bytes handed to the connection and not written yet.
+  uint64_t queued = 0;
+  /// The ack held back while `queued` is over the window.
+  std::optional<caf::response_promise> held;
 
   void begin() {
     if (started)
@@ -34,56 +43,67 @@ caf::behavior sink_actor(caf::event_based_actor* self, exchange_ptr ex,
   st->ex = std::move(ex);
   st->content_type = std::move(content_type);
   st->extra = std::move(extra);
-  auto put = [self, st](std::string bytes) {
+  auto me = caf::actor_cast<caf::actor>(self);
+  // Queues `bytes`; answers the piece now, or later once the queue has
+  // drained below the window.
+  auto put = [self, st,
+              me](std::string bytes) -> caf::result<actors::ack_atom> {
+    if (st->failed)
+      return caf::make_error(errc::aborted, "the HTTP client is gone");
     st->begin();
-    st->writing = true;
-    st->ack = self->make_response_promise();
-    auto me = caf::actor_cast<caf::actor>(self);
-    st->ex->write(std::move(bytes), [me](bool ok) {
-      caf::anon_send(me, actors::written_atom_v, ok);
+    auto size = static_cast<uint64_t>(bytes.size());
+    st->queued += size;
+    st->ex->write(std::move(bytes), [me, size](bool ok) {
+      caf::anon_send(me, actors::written_atom_v, ok, size);
     });
+    if (st->queued <= window_bytes)
+      return actors::ack_atom_v;
+    st->held = self->make_response_promise();
+    return caf::delegated<actors::ack_atom>{};
   };
-  auto end = [self, st](std::function<void()> f) {
-    if (st->writing) {
-      st->end = std::move(f);
-      return;
-    }
+  // Written pieces keep their order in the connection's queue: the end
+  // goes right after the last piece.
+  auto finish = [self](std::function<void()> f) {
     f();
     self->quit();
   };
   return {
     [put](actors::chunk_atom, output_chunk& c) {
-      put(wire::line(wire::chunk_json(c)) + "\n");
+      return put(wire::chunk_line(c));
     },
-    [put](actors::chunk_atom, std::string& bytes) { put(std::move(bytes)); },
+    [put](actors::chunk_atom, std::string& bytes) {
+      return put(std::move(bytes));
+    },
     [put](actors::frames_atom, std::vector<fs::frame>& frames) {
       std::string out;
       for (auto& f : frames)
         out += wire::line(wire::frame_json(f)) + "\n";
-      put(std::move(out));
+      return put(std::move(out));
     },
-    [self, st](actors::written_atom, bool ok) {
-      st->writing = false;
-      auto ack = std::move(st->ack);
-      if (ok)
-        ack.deliver(actors::ack_atom_v);
-      else
-        ack.deliver(caf::make_error(errc::aborted, "the HTTP client is gone"));
-      if (st->end) {
-        (*st->end)();
-        self->quit();
+    [st](actors::written_atom, bool ok, uint64_t size) {
+      st->queued -= size;
+      if (!ok)
+        st->failed = true;
+      if (st->held && (st->failed || st->queued <= window_bytes)) {
+        auto held = std::move(*st->held);
+        st->held.reset();
+        if (st->failed)
+          held.deliver(
+            caf::make_error(errc::aborted, "the HTTP client is gone"));
+        else
+          held.deliver(actors::ack_atom_v);
       }
     },
-    [end, st](actors::end_atom, std::string& tail) {
-      end([st, tail = std::move(tail)]() mutable {
+    [finish, st](actors::end_atom, std::string& tail) {
+      finish([st, tail = std::move(tail)]() mutable {
         st->begin();
         if (!tail.empty())
           st->ex->write(std::move(tail), nullptr);
         st->ex->finish();
       });
     },
-    [end, st](actors::end_atom, std::string& code, std::string& message) {
-      end([st, code = std::move(code), message = std::move(message)] {
+    [finish, st](actors::end_atom, std::string& code, std::string& message) {
+      finish([st, code = std::move(code), message = std::move(message)] {
         errc c = errc::io_error;
         from_string(code, c);
         if (!st->started)
@@ -104,8 +124,8 @@ caf::behavior sink_actor(caf::event_based_actor* self, exchange_ptr ex,
 
 caf::actor spawn_sink(caf::actor_system& sys, exchange_ptr ex,
                       std::string content_type, fields extra) {
-  return sys.spawn(sink_actor, std::move(ex), std::move(content_type),
-                   std::move(extra));
+  return spawn_anywhere(sys, sink_actor, std::move(ex), std::move(content_type),
+                        std::move(extra));
 }
 
 void end_sink(const caf::actor& sink, const sandbox::error& err) {

@@ -133,6 +133,80 @@ json chunk_json(const output_chunk& c) {
   return j;
 }
 
+bool append_json_text(std::string& out, std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  auto start = out.size();
+  out.reserve(start + s.size() + s.size() / 16 + 8);
+  size_t i = 0;
+  while (i < s.size()) {
+    // A run of bytes that need nothing: copied at once.
+    size_t run = i;
+    while (run < s.size()) {
+      auto c = static_cast<unsigned char>(s[run]);
+      if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80)
+        break;
+      ++run;
+    }
+    out.append(s.data() + i, run - i);
+    i = run;
+    if (i == s.size())
+      break;
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        default:
+          out += "\\u00";
+          out += hex[c >> 4];
+          out += hex[c & 0xF];
+      }
+      ++i;
+      continue;
+    }
+    // One multi-byte sequence, checked as is_utf8 does, copied as is.
+    size_t len = (c & 0xE0) == 0xC0   ? 2
+                 : (c & 0xF0) == 0xE0 ? 3
+                 : (c & 0xF8) == 0xF0 ? 4
+                                      : 0;
+    if (len == 0 || i + len > s.size() || !is_utf8(s.substr(i, len))) {
+      out.resize(start);
+      return false;
+    }
+    out.append(s.data() + i, len);
+    i += len;
+  }
+  return true;
+}
+
+std::string chunk_line(const output_chunk& c) {
+  std::string out;
+  out.reserve(c.data.size() + 64);
+  out += R"({"type":"chunk","stream":")";
+  out += to_string(c.stream);
+  out += R"(","data":")";
+  if (!append_json_text(out, c.data)) {
+    out.resize(out.size() - 8); // back to `"stream":"...",`
+    out += R"("data_b64":")";
+    out += base64(c.data);
+  }
+  out += "\"}\n";
+  return out;
+}
+
 json result_json(const exec_result& r, bool output) {
   auto violations = json::array();
   for (auto& v : r.violations)

@@ -49,6 +49,14 @@ json session_json(const actors::session_info& info);
 /// One output chunk of an execution: `{"type":"chunk","stream":S,"data":D}`.
 json chunk_json(const output_chunk& c);
 
+/// `chunk_json(c)` as an NDJSON line (with its newline), made in one pass
+/// over the bytes: the streaming paths write one per chunk.
+std::string chunk_line(const output_chunk& c);
+
+/// Appends `bytes` as the inside of a JSON string (escaped, without the
+/// quotes); false, with `out` as it was, when they are not valid UTF-8.
+bool append_json_text(std::string& out, std::string_view bytes);
+
 /// The result line of an execution; with `output`, its retained stdout and
 /// stderr too (`stdout`/`stdout_b64`, `stderr`/`stderr_b64`).
 json result_json(const exec_result& r, bool output);

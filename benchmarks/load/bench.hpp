@@ -227,6 +227,10 @@ std::vector<row> run_scheduler(const options& opt);
 /// process.
 std::vector<row> run_processes(const options& opt);
 
+/// 14: the HTTP door against the embedded node: exec `true` at
+/// concurrency 8, 256 MiB streamed as NDJSON, memory of idle connections.
+std::vector<row> run_http(const options& opt);
+
 // -- helpers run as children --------------------------------------------------
 
 /// Runs the helper mode `mode` of this executable (a child of a scenario)

@@ -60,6 +60,10 @@ std::vector<group> all_groups() {
      "long-lived processes: first byte of an attach over loopback, memory "
      "per idle process",
      run_processes},
+    {"http", 14,
+     "HTTP vs embedded: exec at concurrency 8, 256 MiB streamed as NDJSON, "
+     "1,000 idle connections",
+     run_http},
   };
 }
 
