@@ -186,12 +186,12 @@ CAF_TEST(bad ids offsets and writes are refused naming what is wrong) {
   auto s = make_session();
   auto none = s.read_process("p-7", 0);
   CAF_REQUIRE(!none);
-  CAF_CHECK(none.error().code == sandbox::errc::invalid_argument);
+  CAF_CHECK(none.error().code == sandbox::errc::process_not_found);
   CAF_CHECK(none.error().message.find("p-7") != std::string::npos);
   for (auto bad : {"p-0", "x-1", "p-", "p-1x", ""}) {
     auto r = s.kill_process(bad, SIGTERM);
     CAF_REQUIRE(!r);
-    CAF_CHECK(r.error().code == sandbox::errc::invalid_argument);
+    CAF_CHECK(r.error().code == sandbox::errc::process_not_found);
   }
   auto p = s.start_process("echo hi");
   SANDBOX_REQUIRE_OK(p);

@@ -81,7 +81,8 @@ long rss_kb(pid_t pid) {
 }
 
 std::string well_formed(const http_node& n) {
-  return "GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+  return "GET /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: "
+         "Bearer "
          + n.token + "\r\nConnection: close\r\n\r\n";
 }
 
@@ -90,7 +91,7 @@ std::string well_formed(const http_node& n) {
 CAF_TEST(a header over the limit is answered 431) {
   http_node n{{"--http-max-header", "4096"}};
   raw_connection c{port_of(n)};
-  c.send("GET /v1/sessions HTTP/1.1\r\nHost: x\r\nX-Big: "
+  c.send("GET /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: "
          + std::string(8192, 'a') + "\r\n\r\n");
   auto answer = c.read_to_end();
   CAF_CHECK_EQUAL(answer.substr(0, 12), "HTTP/1.1 431");
@@ -105,7 +106,7 @@ CAF_TEST(connections beyond the cap are answered 503 and closed) {
   for (int i = 0; i < 3; ++i) {
     held.push_back(std::make_unique<raw_connection>(port));
     // Each connection is known to the node once it answered on it.
-    held.back()->send("GET /v1/sessions HTTP/1.1\r\nHost: x\r\n"
+    held.back()->send("GET /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                       "Authorization: Bearer "
                       + n.token + "\r\n\r\n");
     char buf[12];
@@ -134,8 +135,9 @@ CAF_TEST(slow headers and idle connections are dropped) {
   // The node closes it without an answer once its header time is up.
   CAF_CHECK_EQUAL(slow.read_to_end(), "");
   raw_connection idle{port_of(n)};
-  idle.send("GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-            + n.token + "\r\n\r\n");
+  idle.send(
+    "GET /v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+    + n.token + "\r\n\r\n");
   auto answer = idle.read_to_end();
   CAF_CHECK_EQUAL(answer.substr(0, 12), "HTTP/1.1 200");
   CAF_CHECK(answer.find("<silent") == std::string::npos);
@@ -216,13 +218,15 @@ CAF_TEST(random garbage never stops the node from serving) {
       case 2: {
         auto body = rng() % 2 ? noise(512) : std::string{"{\"command\":"};
         req = pick(methods) + " " + pick(targets)
-              + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + n.token
+              + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+              + n.token
               + "\r\nContent-Type: application/json\r\nContent-Length: "
               + std::to_string(body.size() + rng() % 3) + "\r\n\r\n" + body;
         break;
       }
       default:
-        req = "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+        req = "POST /v1/sessions HTTP/1.1\r\nHost: "
+              "127.0.0.1\r\nTransfer-Encoding: "
               "chunked\r\nAuthorization: Bearer "
               + n.token + "\r\n\r\n" + noise(64);
     }
