@@ -190,6 +190,24 @@ struct mcp_endpoint::session {
   }
 };
 
+namespace {
+
+/// Once `ex`'s client is gone, `st` waits for a client that resumes it.
+void forget_when_gone(const std::shared_ptr<mcp_endpoint::session>& s,
+                      const std::shared_ptr<stream>& st,
+                      const exchange_ptr& ex) {
+  std::weak_ptr<mcp_endpoint::session> weak = s;
+  ex->on_gone([weak, st, ex] {
+    if (auto s = weak.lock()) {
+      std::lock_guard<std::mutex> guard{s->mtx};
+      if (st->live == ex)
+        st->live = nullptr;
+    }
+  });
+}
+
+} // namespace
+
 mcp_endpoint::mcp_endpoint(api_context& api, net::io_context& ctx,
                            mcp_config cfg)
   : api_(api),
@@ -504,14 +522,7 @@ void mcp_endpoint::dispatch(const std::shared_ptr<session>& s,
       ex->write(std::move(priming), nullptr);
     }
   }
-  std::weak_ptr<session> weak = s;
-  ex->on_gone([weak, st, ex] {
-    if (auto s = weak.lock()) {
-      std::lock_guard<std::mutex> guard{s->mtx};
-      if (st->live == ex)
-        st->live = nullptr;
-    }
-  });
+  forget_when_gone(s, st, ex);
   s->receive(std::move(text));
 }
 
@@ -554,14 +565,7 @@ void mcp_endpoint::resume(const exchange_ptr& ex) {
   }
   // The connection it had is gone (or about to be): this one goes on.
   st->live = ex;
-  std::weak_ptr<session> weak = s;
-  ex->on_gone([weak, st, ex] {
-    if (auto s = weak.lock()) {
-      std::lock_guard<std::mutex> guard{s->mtx};
-      if (st->live == ex)
-        st->live = nullptr;
-    }
-  });
+  forget_when_gone(s, st, ex);
 }
 
 void mcp_endpoint::remove(const exchange_ptr& ex) {

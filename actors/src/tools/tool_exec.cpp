@@ -160,6 +160,21 @@ void read_cwd_and_env(const json& args, exec_options& out) {
       out.env[key] = value.get<std::string>();
 }
 
+/// What `shell` and `code` answer, and their hints.
+void describe_result(tool& t) {
+  t.output_schema
+    = output_schema({{"exit_code", {{"type", "integer"}}},
+                     {"exit_reason", {{"type", "string"}}},
+                     {"stdout", {{"type", "string"}}},
+                     {"stderr", {{"type", "string"}}},
+                     {"truncated", {{"type", "boolean"}}},
+                     {"dropped_bytes", {{"type", "integer"}}},
+                     {"ended_by", {{"type", "string"}}},
+                     {"violations", {{"type", "array"}}},
+                     {"violations_dropped", {{"type", "integer"}}}});
+  t.annotations = hints(false, true, false, true);
+}
+
 tool shell_tool(const toolbox_options& opts) {
   tool t;
   t.name = "shell";
@@ -182,17 +197,7 @@ tool shell_tool(const toolbox_options& opts) {
      {"env", env_schema("this command")}},
     {"command"});
   t.title = "Run a shell command";
-  t.output_schema
-    = output_schema({{"exit_code", {{"type", "integer"}}},
-                     {"exit_reason", {{"type", "string"}}},
-                     {"stdout", {{"type", "string"}}},
-                     {"stderr", {{"type", "string"}}},
-                     {"truncated", {{"type", "boolean"}}},
-                     {"dropped_bytes", {{"type", "integer"}}},
-                     {"ended_by", {{"type", "string"}}},
-                     {"violations", {{"type", "array"}}},
-                     {"violations_dropped", {{"type", "integer"}}}});
-  t.annotations = hints(false, true, false, true);
+  describe_result(t);
   return t;
 }
 
@@ -217,17 +222,7 @@ tool code_tool(const toolbox_options& opts) {
      {"timeout", timeout_schema()}},
     {"code", "language"});
   t.title = "Run code";
-  t.output_schema
-    = output_schema({{"exit_code", {{"type", "integer"}}},
-                     {"exit_reason", {{"type", "string"}}},
-                     {"stdout", {{"type", "string"}}},
-                     {"stderr", {{"type", "string"}}},
-                     {"truncated", {{"type", "boolean"}}},
-                     {"dropped_bytes", {{"type", "integer"}}},
-                     {"ended_by", {{"type", "string"}}},
-                     {"violations", {{"type", "array"}}},
-                     {"violations_dropped", {{"type", "integer"}}}});
-  t.annotations = hints(false, true, false, true);
+  describe_result(t);
   return t;
 }
 

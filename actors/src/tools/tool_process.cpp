@@ -144,6 +144,16 @@ void process_offsets::set(const std::string& id, uint64_t offset) {
   next_[id] = offset;
 }
 
+/// What process_start, process_write and process_kill answer.
+json process_result_schema() {
+  return output_schema({{"process_id", {{"type", "string"}}},
+                        {"running", {{"type", "boolean"}}},
+                        {"output", {{"type", "string"}}},
+                        {"next_offset", {{"type", "integer"}}},
+                        {"exit_code", {{"type", "integer"}}},
+                        {"exit_reason", {{"type", "string"}}}});
+}
+
 tool process_start_tool(const toolbox_options& opts) {
   tool t;
   t.name = "process_start";
@@ -180,12 +190,7 @@ tool process_start_tool(const toolbox_options& opts) {
      {"yield_seconds", yield_schema(10)}},
     {"command"});
   t.title = "Start a process";
-  t.output_schema = output_schema({{"process_id", {{"type", "string"}}},
-                                   {"running", {{"type", "boolean"}}},
-                                   {"output", {{"type", "string"}}},
-                                   {"next_offset", {{"type", "integer"}}},
-                                   {"exit_code", {{"type", "integer"}}},
-                                   {"exit_reason", {{"type", "string"}}}});
+  t.output_schema = process_result_schema();
   t.annotations = hints(false, true, false, true);
   return t;
 }
@@ -218,12 +223,7 @@ tool process_write_tool(const toolbox_options& opts) {
      {"yield_seconds", yield_schema(2)}},
     {"process_id"});
   t.title = "Write to a process and read its output";
-  t.output_schema = output_schema({{"process_id", {{"type", "string"}}},
-                                   {"running", {{"type", "boolean"}}},
-                                   {"output", {{"type", "string"}}},
-                                   {"next_offset", {{"type", "integer"}}},
-                                   {"exit_code", {{"type", "integer"}}},
-                                   {"exit_reason", {{"type", "string"}}}});
+  t.output_schema = process_result_schema();
   t.annotations = hints(false, true, false, true);
   return t;
 }
@@ -244,12 +244,7 @@ tool process_kill_tool() {
                        {"description", "The signal (default TERM)."}}}},
                     {"process_id"});
   t.title = "Signal a process";
-  t.output_schema = output_schema({{"process_id", {{"type", "string"}}},
-                                   {"running", {{"type", "boolean"}}},
-                                   {"output", {{"type", "string"}}},
-                                   {"next_offset", {{"type", "integer"}}},
-                                   {"exit_code", {{"type", "integer"}}},
-                                   {"exit_reason", {{"type", "string"}}}});
+  t.output_schema = process_result_schema();
   t.annotations = hints(false, true, true, false);
   return t;
 }
