@@ -1,5 +1,7 @@
 #include "connection.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -24,6 +27,7 @@
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -154,7 +158,11 @@ class connection : public closable,
                    public std::enable_shared_from_this<connection> {
 public:
   connection(tcp::socket s, std::shared_ptr<connection_hub> hub)
-    : stream_(std::move(s)), hub_(std::move(hub)) {
+    : hub_(std::move(hub)), watch_timer_(s.get_executor()) {
+    if (hub_->tls)
+      tls_.emplace(beast::tcp_stream{std::move(s)}, *hub_->tls);
+    else
+      plain_.emplace(std::move(s));
     ++hub_->open;
   }
 
@@ -163,11 +171,36 @@ public:
   }
 
   void start() {
-    wait_request(true);
+    if (!tls_)
+      return wait_request(true);
+    // The TLS handshake counts as part of the first request's header.
+    lowest().expires_after(hub_->door.header_timeout);
+    tls_->async_handshake(net::ssl::stream_base::server,
+                          [self = shared_from_this()](error_code ec) {
+                            if (ec)
+                              return self->close();
+                            self->tls_started_ = true;
+                            self->wait_request(true);
+                          });
+  }
+
+  /// The TCP stream under the TLS layer, if there is one.
+  beast::tcp_stream& lowest() {
+    return plain_ ? *plain_ : beast::get_lowest_layer(*tls_);
+  }
+
+  /// Calls `f` with the stream a request is read from and its answer
+  /// written to: the TCP stream, or the TLS stream over it.
+  template <class F>
+  void with_stream(F f) {
+    if (tls_)
+      f(*tls_);
+    else
+      f(*plain_);
   }
 
   void shut(std::function<void()> done) override {
-    net::dispatch(stream_.get_executor(),
+    net::dispatch(lowest().get_executor(),
                   [self = shared_from_this(), done = std::move(done)] {
                     self->close();
                     done();
@@ -177,7 +210,7 @@ public:
   /// Runs `f` on the strand if request `seq` is still the current one.
   template <class F>
   void on_strand(uint64_t seq, F f) {
-    net::dispatch(stream_.get_executor(),
+    net::dispatch(lowest().get_executor(),
                   [self = shared_from_this(), seq, f = std::move(f)]() mutable {
                     if (self->seq_ == seq && !self->closed_)
                       f(*self);
@@ -206,29 +239,31 @@ public:
     send_continue();
     string_parser_.emplace(std::move(*header_parser_));
     string_parser_->body_limit(cap);
-    stream_.expires_after(hub_->door.idle_timeout);
-    bhttp::async_read(
-      stream_, buf_, *string_parser_,
-      [self = shared_from_this(), seq = seq_, cap,
-       done = std::move(done)](error_code ec, size_t) {
-        if (self->seq_ != seq || self->closed_)
-          return;
-        if (ec == bhttp::error::body_limit) {
-          self->fail_now(status::payload_too_large, "too_large",
-                         fmt::format("the body is over the limit of {} bytes "
-                                     "for this route",
-                                     cap));
-          return;
-        }
-        if (ec) {
-          self->gone();
-          return;
-        }
-        self->body_done_ = true;
-        self->stream_.expires_never();
-        self->watch_close();
-        done(std::move(self->string_parser_->get().body()));
-      });
+    lowest().expires_after(hub_->door.idle_timeout);
+    with_stream([&](auto& s_) {
+      bhttp::async_read(
+        s_, buf_, *string_parser_,
+        [self = shared_from_this(), seq = seq_, cap,
+         done = std::move(done)](error_code ec, size_t) {
+          if (self->seq_ != seq || self->closed_)
+            return;
+          if (ec == bhttp::error::body_limit) {
+            self->fail_now(status::payload_too_large, "too_large",
+                           fmt::format("the body is over the limit of {} bytes "
+                                       "for this route",
+                                       cap));
+            return;
+          }
+          if (ec) {
+            self->gone();
+            return;
+          }
+          self->body_done_ = true;
+          self->lowest().expires_never();
+          self->watch_close();
+          done(std::move(self->string_parser_->get().body()));
+        });
+    });
   }
 
   void
@@ -265,11 +300,13 @@ public:
     res->body() = std::move(body);
     res->keep_alive(keep_alive());
     res->prepare_payload();
-    stream_.expires_after(hub_->door.idle_timeout);
-    bhttp::async_write(stream_, *res,
-                       [self = shared_from_this(), res](error_code ec, size_t) {
-                         self->response_done(ec, res->keep_alive());
-                       });
+    lowest().expires_after(hub_->door.idle_timeout);
+    with_stream([&](auto& s_) {
+      bhttp::async_write(
+        s_, *res, [self = shared_from_this(), res](error_code ec, size_t) {
+          self->response_done(ec, res->keep_alive());
+        });
+    });
   }
 
   void begin(status s, std::string content_type, fields extra) {
@@ -290,15 +327,16 @@ public:
     stream_res_->chunked(true);
     serializer_.emplace(*stream_res_);
     writing_ = true;
-    stream_.expires_after(hub_->door.idle_timeout);
-    bhttp::async_write_header(stream_, *serializer_,
-                              [self = shared_from_this()](error_code ec,
-                                                          size_t) {
-                                self->writing_ = false;
-                                if (ec)
-                                  return self->gone();
-                                self->pump();
-                              });
+    lowest().expires_after(hub_->door.idle_timeout);
+    with_stream([&](auto& s_) {
+      bhttp::async_write_header(
+        s_, *serializer_, [self = shared_from_this()](error_code ec, size_t) {
+          self->writing_ = false;
+          if (ec)
+            return self->gone();
+          self->pump();
+        });
+    });
   }
 
   void write(std::string data, std::function<void(bool)> done) {
@@ -337,7 +375,7 @@ public:
   }
 
   beast::tcp_stream::executor_type executor() {
-    return stream_.get_executor();
+    return lowest().get_executor();
   }
 
   uint64_t seq_ = 0;
@@ -361,15 +399,17 @@ private:
     reset_request();
     if (buf_.size() > 0)
       return read_header();
-    stream_.expires_after(first ? hub_->door.header_timeout
-                                : hub_->door.idle_timeout);
-    stream_.async_read_some(
-      buf_.prepare(1024), [self = shared_from_this()](error_code ec, size_t n) {
-        if (ec)
-          return self->close();
-        self->buf_.commit(n);
-        self->read_header();
-      });
+    lowest().expires_after(first ? hub_->door.header_timeout
+                              : hub_->door.idle_timeout);
+    with_stream([&](auto& s_) {
+      s_.async_read_some(buf_.prepare(1024),
+                         [self = shared_from_this()](error_code ec, size_t n) {
+                           if (ec)
+                             return self->close();
+                           self->buf_.commit(n);
+                           self->read_header();
+                         });
+    });
   }
 
   void read_header() {
@@ -378,10 +418,14 @@ private:
     header_parser_->body_limit(boost::none);
     header_parser_->header_limit(
       static_cast<uint32_t>(hub_->door.max_header_bytes));
-    stream_.expires_after(hub_->door.header_timeout);
-    bhttp::async_read_header(stream_, buf_, *header_parser_,
-                             [self = shared_from_this()](
-                               error_code ec, size_t) { self->on_header(ec); });
+    lowest().expires_after(hub_->door.header_timeout);
+    with_stream([&](auto& s_) {
+      bhttp::async_read_header(s_, buf_, *header_parser_,
+                               [self = shared_from_this()](error_code ec,
+                                                           size_t) {
+                                 self->on_header(ec);
+                               });
+    });
   }
 
   void on_header(error_code ec) {
@@ -398,7 +442,7 @@ private:
     if (ec)
       return fail_now(status::bad_request, "bad_request",
                       fmt::format("malformed request: {}", ec.message()));
-    stream_.expires_never();
+    lowest().expires_never();
     auto& req = header_parser_->get();
     request_head h;
     h.method = req.method();
@@ -445,7 +489,9 @@ private:
     // Small and written before any other write of this request: the
     // response cannot have started yet.
     auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-    net::async_write(stream_, net::buffer(*msg), [msg](error_code, size_t) {});
+    with_stream([&](auto& s_) {
+      net::async_write(s_, net::buffer(*msg), [msg](error_code, size_t) {});
+    });
   }
 
   void read_piece() {
@@ -453,22 +499,24 @@ private:
     auto& body = buffer_parser_->get().body();
     body.data = piece_buf_.data();
     body.size = piece_buf_.size();
-    stream_.expires_after(hub_->door.idle_timeout);
-    bhttp::async_read(stream_, buf_, *buffer_parser_,
-                      [self = shared_from_this(), seq = seq_](error_code ec,
-                                                              size_t) {
-                        if (self->seq_ != seq || self->closed_)
-                          return;
-                        if (ec == bhttp::error::need_buffer)
-                          ec = {};
-                        if (ec)
-                          return self->gone();
-                        self->on_piece();
-                      });
+    lowest().expires_after(hub_->door.idle_timeout);
+    with_stream([&](auto& s_) {
+      bhttp::async_read(s_, buf_, *buffer_parser_,
+                        [self = shared_from_this(), seq = seq_](error_code ec,
+                                                                size_t) {
+                          if (self->seq_ != seq || self->closed_)
+                            return;
+                          if (ec == bhttp::error::need_buffer)
+                            ec = {};
+                          if (ec)
+                            return self->gone();
+                          self->on_piece();
+                        });
+    });
   }
 
   void on_piece() {
-    stream_.expires_never();
+    lowest().expires_never();
     auto got = piece_buf_.size() - buffer_parser_->get().body().size;
     bool last = buffer_parser_->is_done();
     if (last) {
@@ -500,33 +548,37 @@ private:
       return;
     if (!queue_.empty()) {
       writing_ = true;
-      stream_.expires_after(hub_->door.idle_timeout);
+      lowest().expires_after(hub_->door.idle_timeout);
       auto& p = queue_.front();
-      net::async_write(stream_, bhttp::make_chunk(net::buffer(p.data)),
-                       [self = shared_from_this()](error_code ec, size_t) {
-                         self->writing_ = false;
-                         auto p = std::move(self->queue_.front());
-                         self->queue_.pop_front();
-                         if (ec) {
+      with_stream([&](auto& s_) {
+        net::async_write(s_, bhttp::make_chunk(net::buffer(p.data)),
+                         [self = shared_from_this()](error_code ec, size_t) {
+                           self->writing_ = false;
+                           auto p = std::move(self->queue_.front());
+                           self->queue_.pop_front();
+                           if (ec) {
+                             if (p.done)
+                               p.done(false);
+                             return self->gone();
+                           }
                            if (p.done)
-                             p.done(false);
-                           return self->gone();
-                         }
-                         if (p.done)
-                           p.done(true);
-                         self->pump();
-                       });
+                             p.done(true);
+                           self->pump();
+                         });
+      });
       return;
     }
     if (finishing_) {
       writing_ = true;
-      stream_.expires_after(hub_->door.idle_timeout);
-      net::async_write(stream_, bhttp::make_chunk_last(),
-                       [self = shared_from_this()](error_code ec, size_t) {
-                         self->writing_ = false;
-                         self->response_done(ec,
-                                             self->stream_res_->keep_alive());
-                       });
+      lowest().expires_after(hub_->door.idle_timeout);
+      with_stream([&](auto& s_) {
+        net::async_write(s_, bhttp::make_chunk_last(),
+                         [self = shared_from_this()](error_code ec, size_t) {
+                           self->writing_ = false;
+                           self->response_done(ec,
+                                               self->stream_res_->keep_alive());
+                         });
+      });
     }
   }
 
@@ -535,16 +587,20 @@ private:
       return gone();
     if (!keep)
       return close();
-    stream_.expires_never();
+    lowest().expires_never();
     wait_request(false);
   }
 
-  /// While a handler works: notices a client that closes its end.
+  /// While a handler works: notices a client that closes its end. A
+  /// socket whose peer sent its FIN is in CLOSE_WAIT; one that only has
+  /// bytes to read carries a pipelined request (read after this answer) or,
+  /// with TLS, records such as close_notify that come before the FIN: such
+  /// a connection is looked at again a little later.
   void watch_close() {
     if (watching_ || (responded_ && !streaming_))
       return;
     watching_ = true;
-    stream_.socket().async_wait(
+    lowest().socket().async_wait(
       tcp::socket::wait_read,
       [self = shared_from_this(), seq = seq_](error_code ec) {
         if (self->seq_ != seq || self->closed_ || !self->watching_)
@@ -552,12 +608,27 @@ private:
         self->watching_ = false;
         if (ec)
           return;
+        int fd = self->lowest().socket().native_handle();
+        tcp_info info{};
+        socklen_t len = sizeof info;
+        bool peer_closed = ::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len)
+                             == 0
+                           && info.tcpi_state == TCP_CLOSE_WAIT;
         char c;
-        auto n = ::recv(self->stream_.socket().native_handle(), &c, 1,
-                        MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-          self->gone();
-        // Bytes of a pipelined request: read after this response.
+        auto n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (peer_closed || n == 0
+            || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+          return self->gone();
+        if (!self->tls_)
+          return;
+        self->watching_ = true;
+        self->watch_timer_.expires_after(std::chrono::milliseconds{250});
+        self->watch_timer_.async_wait([self, seq](error_code e) {
+          if (e || self->seq_ != seq || self->closed_ || !self->watching_)
+            return;
+          self->watching_ = false;
+          self->watch_close();
+        });
       });
   }
 
@@ -566,7 +637,8 @@ private:
       return;
     watching_ = false;
     error_code ignored;
-    stream_.socket().cancel(ignored);
+    lowest().socket().cancel(ignored);
+    watch_timer_.cancel();
   }
 
   void gone() {
@@ -595,8 +667,19 @@ private:
         f();
     }
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    if (tls_ && tls_started_) {
+      // close_notify, then the socket: a TLS client then sees a clean end.
+      lowest().expires_after(std::chrono::seconds{1});
+      tls_->async_shutdown([self = shared_from_this()](error_code) {
+        error_code ignored;
+        self->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+        self->lowest().close();
+      });
+    } else {
+      lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      lowest().close();
+    }
+    watch_timer_.cancel();
     // What the parsers and queues hold goes now, not when the last
     // exchange lets go of the connection.
     reset_request();
@@ -621,8 +704,13 @@ private:
       gone_ = false;
   }
 
-  beast::tcp_stream stream_;
   std::shared_ptr<connection_hub> hub_;
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  bool tls_started_ = false;
+  /// Spaces the checks of a TLS connection whose unread bytes keep it
+  /// readable (see watch_close).
+  net::steady_timer watch_timer_;
   beast::flat_buffer buf_;
   std::optional<bhttp::request_parser<bhttp::empty_body>> header_parser_;
   std::optional<bhttp::request_parser<bhttp::string_body>> string_parser_;
@@ -805,7 +893,13 @@ void close_connections(connection_hub& hub) {
   cv.wait(lock, [&] { return left == 0; });
 }
 
-void refuse_connection(tcp::socket socket) {
+void refuse_connection(tcp::socket socket, const connection_hub& hub) {
+  if (hub.tls) {
+    // No TLS session to say it in: the client sees the connection close.
+    error_code ignored;
+    socket.close(ignored);
+    return;
+  }
   auto body = wire::line(wire::error_json(
                 "limit", "the node serves as many connections as it may; try "
                          "again later"))

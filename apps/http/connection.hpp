@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 
 #include "exchange.hpp"
 #include "http/server.hpp"
@@ -41,6 +42,8 @@ struct connection_hub {
   std::function<void(const exchange_ptr&)> route;
   /// Connections open now.
   std::atomic<size_t> open{0};
+  /// Set: every connection speaks TLS with this context.
+  std::shared_ptr<boost::asio::ssl::context> tls;
   /// Every connection (expired ones are pruned as new ones come).
   std::mutex mtx;
   std::vector<std::weak_ptr<closable>> all;
@@ -57,7 +60,9 @@ void close_connections(connection_hub& hub);
 void serve_connection(boost::asio::ip::tcp::socket socket,
                       std::shared_ptr<connection_hub> hub);
 
-/// Answers 503 on `socket` and closes it: the connection cap was reached.
-void refuse_connection(boost::asio::ip::tcp::socket socket);
+/// Answers 503 on `socket` and closes it (with TLS, only closes it): the
+/// connection cap was reached.
+void refuse_connection(boost::asio::ip::tcp::socket socket,
+                       const connection_hub& hub);
 
 } // namespace sandbox::http

@@ -3,6 +3,7 @@
 #include <future>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <caf/actor_system.hpp>
@@ -114,7 +115,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
         return;
       }
       if (self->hub->open.load() >= self->cfg.door.max_connections)
-        refuse_connection(std::move(socket));
+        refuse_connection(std::move(socket), *self->hub);
       else
         serve_connection(std::move(socket), self->hub);
       self->accept();
@@ -139,6 +140,23 @@ server::start(caf::actor_system& sys, actors::node_actor node,
     return ok.error();
   }
   i->hub->door = cfg.door;
+  if (!cfg.tls_cert.empty()) {
+    namespace ssl = boost::asio::ssl;
+    auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2
+                     | ssl::context::no_sslv3 | ssl::context::no_tlsv1
+                     | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+    boost::system::error_code e;
+    ctx->use_certificate_chain_file(cfg.tls_cert, e);
+    if (e)
+      return error{errc::invalid_argument,
+                   fmt::format("--tls-cert {}: {}", cfg.tls_cert, e.message())};
+    ctx->use_private_key_file(cfg.tls_key, ssl::context::pem, e);
+    if (e)
+      return error{errc::invalid_argument,
+                   fmt::format("--tls-key {}: {}", cfg.tls_key, e.message())};
+    i->hub->tls = std::move(ctx);
+  }
   i->loopback = address.is_loopback();
   i->hub->identify = [w = std::weak_ptr<impl>{i}](
                        const std::string& auth) -> std::optional<std::string> {

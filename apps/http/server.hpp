@@ -41,6 +41,10 @@ struct server_config {
   std::string address = "127.0.0.1";
   uint16_t port = 0;
   limits door;
+  /// HTTPS: the server's PEM certificate (chain) and key; empty: plain
+  /// HTTP (loopback only).
+  std::string tls_cert;
+  std::string tls_key;
   /// The token file (`IDENTITY TOKEN` lines); empty: one random token for
   /// identity `local`, written (mode 0600) to `generated_token_file`.
   std::string token_file;

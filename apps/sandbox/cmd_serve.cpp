@@ -77,18 +77,19 @@ result<http::server_config> http_config(const global_options& g,
   if (!port)
     return port.error();
   c.port = static_cast<uint16_t>(*port);
-  if (!actors::is_loopback(c.address)) {
-    if (!tls_of(g).enabled() || f.token_file.empty())
-      return error{errc::invalid_argument,
-                   fmt::format("serve: --http {} is not a loopback address: "
-                               "HTTP reachable from other machines requires "
-                               "TLS (--tls-cert, --tls-key) and --token-file",
-                               f.http)};
-    return error{errc::unsupported,
-                 fmt::format("serve: --http {}: this version serves HTTP on "
-                             "loopback only (no TLS for HTTP yet)",
+  auto tls = tls_of(g);
+  if (!actors::is_loopback(c.address)
+      && (!tls.enabled() || f.token_file.empty()))
+    return error{errc::invalid_argument,
+                 fmt::format("serve: --http {} is not a loopback address: "
+                             "HTTP reachable from other machines requires "
+                             "TLS (--tls-cert, --tls-key, --tls-ca) and "
+                             "--token-file",
                              f.http)};
-  }
+  // HTTPS with the node's certificate (clients prove themselves with
+  // their token, not a certificate).
+  c.tls_cert = tls.certificate_file;
+  c.tls_key = tls.key_file;
   c.token_file = f.token_file;
   auto number = [](const char* name, const std::string& text, int64_t lo,
                    int64_t hi, auto& out) -> result<void> {
@@ -283,6 +284,7 @@ int serve(const global_options& g, const serve_flags& f) {
   if (web)
     http_json = {{"address", hcfg->address},
                  {"port", web->port()},
+                 {"tls", !hcfg->tls_cert.empty()},
                  {"token_file", hcfg->token_file.empty() ? web->token_path()
                                                          : hcfg->token_file}};
   if (g.json)
@@ -295,7 +297,8 @@ int serve(const global_options& g, const serve_flags& f) {
     emit(1, fmt::format("listening on {}\n", address));
   if (web && !g.json)
     emit(1, fmt::format(
-              "http on http://{} token file {}\n",
+              "http on {}://{} token file {}\n",
+              hcfg->tls_cert.empty() ? "http" : "https",
               actors::node_address{hcfg->address, web->port()}.to_string(),
               http_json["token_file"].get<std::string>()));
   spdlog::info("node listening on {}{} (base directory {}, client grace "
@@ -378,8 +381,9 @@ command add_serve(CLI::App& app, global_options& g) {
                                   default_session_id_count));
   cmd.sub->add_option("--http", flags->http,
                       "also serve HTTP on ADDR:PORT (docs/http.md): the "
-                      "JSON API under /v1 and MCP at /mcp; loopback only "
-                      "for now");
+                      "JSON API under /v1 and MCP at /mcp; HTTPS with "
+                      "--tls-cert/--tls-key, which any address but loopback "
+                      "requires, with --token-file");
   cmd.sub->add_option("--token-file", flags->token_file,
                       "HTTP bearer tokens, lines `IDENTITY TOKEN` (re-read "
                       "on SIGHUP); without it serve makes one token for "
