@@ -306,7 +306,8 @@ void route_exec(api_context& api, const exchange_ptr& ex,
       return ask(api.sys, ex, s, std::move(on_ok), actors::execute_atom_v,
                  std::move(*command), std::move(opts), actors::chunk_sink{});
     }
-    auto sink = spawn_sink(api.sys, ex, "application/x-ndjson");
+    auto sink = spawn_sink(api.sys, ex, "application/x-ndjson",
+                           api.door.heartbeat);
     auto typed = caf::actor_cast<actors::chunk_sink>(sink);
     auto on_ok = [sink](exec_result& r) {
       caf::anon_send(sink, actors::end_atom_v,

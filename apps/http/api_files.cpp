@@ -95,7 +95,8 @@ void get_file(api_context& api, const exchange_ptr& ex,
                             std::move(text), tag);
           },
           actors::read_text_atom_v, path, start, end);
-      auto sink = spawn_sink(api.sys, ex, "application/octet-stream", tag);
+      auto sink = spawn_sink(api.sys, ex, "application/octet-stream",
+                             api.door.heartbeat, tag);
       ask(
         api.sys, fs,
         [sink](uint64_t) {
@@ -276,7 +277,8 @@ void route_files(api_context& api, const exchange_ptr& ex,
           },
           actors::stat_atom_v, path);
       if (kind == "list") {
-        auto sink = spawn_sink(api.sys, ex, "application/x-ndjson");
+        auto sink = spawn_sink(api.sys, ex, "application/x-ndjson",
+                               api.door.heartbeat);
         return ask(
           api.sys, fs,
           [sink](actors::list_done& done) {

@@ -400,7 +400,7 @@ private:
     if (buf_.size() > 0)
       return read_header();
     lowest().expires_after(first ? hub_->door.header_timeout
-                              : hub_->door.idle_timeout);
+                                 : hub_->door.idle_timeout);
     with_stream([&](auto& s_) {
       s_.async_read_some(buf_.prepare(1024),
                          [self = shared_from_this()](error_code ec, size_t n) {

@@ -33,6 +33,8 @@ struct limits {
   /// With no request under way; and the longest a read or a write of a
   /// request or response may make no progress.
   std::chrono::milliseconds idle_timeout{60000};
+  /// An NDJSON answer silent this long says `{"type":"heartbeat"}`.
+  std::chrono::milliseconds heartbeat{30000};
 };
 
 struct server_config {

@@ -1,5 +1,6 @@
 #include "sink.hpp"
 
+#include <chrono>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -28,6 +29,8 @@ struct sink_state {
   uint64_t queued = 0;
   /// The ack held back while `queued` is over the window.
   std::optional<caf::response_promise> held;
+  /// Something was written since the last heartbeat tick.
+  bool spoke = false;
 
   void begin() {
     if (started)
@@ -37,8 +40,12 @@ struct sink_state {
   }
 };
 
+/// An NDJSON stream silent for `heartbeat` says `{"type":"heartbeat"}`:
+/// clients (Node's fetch among them) give up on a body silent for a few
+/// minutes, and a command may well be silent longer.
 caf::behavior sink_actor(caf::event_based_actor* self, exchange_ptr ex,
-                         std::string content_type, fields extra) {
+                         std::string content_type, fields extra,
+                         std::chrono::milliseconds heartbeat) {
   auto st = std::make_shared<sink_state>();
   st->ex = std::move(ex);
   st->content_type = std::move(content_type);
@@ -51,6 +58,7 @@ caf::behavior sink_actor(caf::event_based_actor* self, exchange_ptr ex,
     if (st->failed)
       return caf::make_error(errc::aborted, "the HTTP client is gone");
     st->begin();
+    st->spoke = true;
     auto size = static_cast<uint64_t>(bytes.size());
     st->queued += size;
     st->ex->write(std::move(bytes), [me, size](bool ok) {
@@ -67,7 +75,19 @@ caf::behavior sink_actor(caf::event_based_actor* self, exchange_ptr ex,
     f();
     self->quit();
   };
+  if (st->content_type == "application/x-ndjson")
+    self->delayed_send(self, heartbeat, actors::timeout_atom_v);
   return {
+    [self, st, heartbeat](actors::timeout_atom) {
+      if (!st->spoke && !st->failed) {
+        st->begin();
+        st->ex->write(R"({"type":"heartbeat"})"
+                      "\n",
+                      nullptr);
+      }
+      st->spoke = false;
+      self->delayed_send(self, heartbeat, actors::timeout_atom_v);
+    },
     [put](actors::chunk_atom, output_chunk& c) {
       return put(wire::chunk_line(c));
     },
@@ -123,9 +143,10 @@ caf::behavior sink_actor(caf::event_based_actor* self, exchange_ptr ex,
 } // namespace
 
 caf::actor spawn_sink(caf::actor_system& sys, exchange_ptr ex,
-                      std::string content_type, fields extra) {
+                      std::string content_type,
+                      std::chrono::milliseconds heartbeat, fields extra) {
   return spawn_anywhere(sys, sink_actor, std::move(ex), std::move(content_type),
-                        std::move(extra));
+                        std::move(extra), heartbeat);
 }
 
 void end_sink(const caf::actor& sink, const sandbox::error& err) {

@@ -6,6 +6,7 @@
 // it: the node's back-pressure reaches the client, and memory holds about
 // one piece per response.
 
+#include <chrono>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -26,9 +27,11 @@ namespace sandbox::http {
 ///   response started, the error with its status; after, an NDJSON error
 ///   line (`application/x-ndjson`) or a cut connection (other types: the
 ///   client sees an incomplete body, never a short one that looks whole).
-/// Either end makes the sink quit.
+/// Either end makes the sink quit. An NDJSON answer silent for
+/// `heartbeat` says `{"type":"heartbeat"}` (and so starts, with 200).
 caf::actor spawn_sink(caf::actor_system& sys, exchange_ptr ex,
-                      std::string content_type, fields extra = {});
+                      std::string content_type,
+                      std::chrono::milliseconds heartbeat, fields extra = {});
 
 /// Sends the end of `sink` with `err` (see `spawn_sink`).
 void end_sink(const caf::actor& sink, const sandbox::error& err);

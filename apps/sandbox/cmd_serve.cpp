@@ -57,6 +57,7 @@ struct serve_flags {
   std::string http_header_timeout = "10";
   std::string http_idle_timeout = "60";
   std::string mcp_idle = "1800";
+  std::string http_heartbeat = "30";
 };
 
 /// The HTTP server's settings from the flags (docs/http.md).
@@ -112,7 +113,8 @@ result<http::server_config> http_config(const global_options& g,
                    &c.door.header_timeout},
         std::tuple{"--http-idle-timeout", &f.http_idle_timeout,
                    &c.door.idle_timeout},
-        std::tuple{"--mcp-idle", &f.mcp_idle, &c.mcp_idle}}) {
+        std::tuple{"--mcp-idle", &f.mcp_idle, &c.mcp_idle},
+        std::tuple{"--http-heartbeat", &f.http_heartbeat, &c.door.heartbeat}}) {
     auto t = parse_seconds(name, *text);
     if (!t)
       return t.error();
@@ -403,6 +405,9 @@ command add_serve(CLI::App& app, global_options& g) {
   cmd.sub->add_option("--http-idle-timeout", flags->http_idle_timeout,
                       "seconds a connection may make no progress (default "
                       "60)");
+  cmd.sub->add_option("--http-heartbeat", flags->http_heartbeat,
+                      "seconds an NDJSON answer may be silent before it "
+                      "says {\"type\":\"heartbeat\"} (default 30)");
   cmd.sub->add_option("--mcp-idle", flags->mcp_idle,
                       "seconds an MCP session over HTTP may stay unused "
                       "before it ends (default 1800)");

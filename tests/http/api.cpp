@@ -139,6 +139,20 @@ CAF_TEST(exec streams chunk lines then the result as NDJSON) {
   CAF_CHECK_EQUAL(code.lines().front()["data"], "from-code\n");
 }
 
+CAF_TEST(a silent stream says heartbeat lines) {
+  http_node n{{"--http-heartbeat", "0.2"}};
+  auto id = n.new_session();
+  auto a = n.post(sessions_path(id, "/exec"),
+                  {{"command", "sleep 1; echo done"}},
+                  {"Accept: application/x-ndjson"});
+  CAF_REQUIRE_EQUAL(a.status, 200);
+  auto lines = a.lines();
+  CAF_REQUIRE(lines.size() >= 3);
+  CAF_CHECK_EQUAL(lines.front()["type"], "heartbeat");
+  CAF_CHECK_EQUAL(lines[lines.size() - 2]["data"], "done\n");
+  CAF_CHECK_EQUAL(lines.back()["type"], "result");
+}
+
 CAF_TEST(a client that goes away cancels its command) {
   auto& n = node();
   auto id = n.new_session();
