@@ -6,6 +6,7 @@
 #include <future>
 #include <set>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <caf/send.hpp>
@@ -213,8 +214,9 @@ mcp_endpoint::mcp_endpoint(api_context& api, net::io_context& ctx,
   : api_(api),
     cfg_(std::move(cfg)),
     exec_(std::make_shared<mcp::call_executors>(cfg_.workers)),
-    idle_timer_(ctx) {
-  arm_idle();
+    idle_strand_(net::make_strand(ctx)),
+    idle_timer_(idle_strand_) {
+  net::dispatch(idle_strand_, [this] { arm_idle(); });
 }
 
 mcp_endpoint::~mcp_endpoint() {
@@ -231,9 +233,11 @@ void mcp_endpoint::arm_idle() {
     std::max<std::chrono::milliseconds>(cfg_.idle / 4,
                                         std::chrono::milliseconds{100}),
     std::chrono::minutes{1});
+  if (idle_stopped_)
+    return;
   idle_timer_.expires_after(period);
   idle_timer_.async_wait([this](boost::system::error_code ec) {
-    if (ec)
+    if (ec || idle_stopped_)
       return;
     auto limit
       = now_ns()
@@ -262,8 +266,18 @@ void mcp_endpoint::arm_idle() {
 }
 
 void mcp_endpoint::shutdown() {
-  boost::system::error_code ignored;
-  idle_timer_.cancel();
+  // Once only: the destructor calls it again, maybe on a reactor thread.
+  if (shut_.exchange(true))
+    return;
+  // The timer is used on its strand only: once this has run there, its
+  // handler runs no more but to see that it was cancelled.
+  std::promise<void> stopped;
+  net::dispatch(idle_strand_, [this, &stopped] {
+    idle_stopped_ = true;
+    idle_timer_.cancel();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
   std::map<std::string, std::shared_ptr<session>> all;
   {
     std::lock_guard<std::mutex> guard{mtx_};

@@ -6,6 +6,7 @@
 // SSE stream whose events can be replayed after a dropped connection
 // (`Last-Event-ID`).
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -15,6 +16,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "api.hpp"
 #include "exchange.hpp"
@@ -40,7 +42,8 @@ public:
   void serve(const exchange_ptr& ex);
 
   /// Ends every MCP session (their calls are cancelled; the sandbox
-  /// sessions they made are stopped). Blocks until done.
+  /// sessions they made are stopped). Blocks until done: call it from a
+  /// thread that is not the reactor's. Idempotent.
   void shutdown();
 
   /// MCP sessions open now.
@@ -65,7 +68,11 @@ private:
   std::shared_ptr<mcp::call_executors> exec_;
   mutable std::mutex mtx_;
   std::map<std::string, std::shared_ptr<session>> sessions_;
+  boost::asio::strand<boost::asio::io_context::executor_type> idle_strand_;
   boost::asio::steady_timer idle_timer_;
+  /// Set by `shutdown` (on the strand).
+  bool idle_stopped_ = false;
+  std::atomic<bool> shut_{false};
 };
 
 } // namespace sandbox::http
