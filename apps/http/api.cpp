@@ -290,7 +290,7 @@ void route_exec(api_context& api, const exchange_ptr& ex,
       return;
     opts.cancel_key = http_cancel_key();
     // A client that goes away cancels its command.
-    ex->on_gone([&sys = api.sys, s, key = opts.cancel_key] {
+    ex->on_gone([s, key = opts.cancel_key] {
       caf::anon_send(s, actors::cancel_atom_v, key);
     });
     auto& accept = ex->head().header("accept");

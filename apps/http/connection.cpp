@@ -390,7 +390,7 @@ private:
   bool keep_alive() const {
     // A body nobody read is still on the wire: the connection cannot carry
     // another request.
-    return keep_ && (body_done_ || head_empty_body_ && !body_started_)
+    return keep_ && (body_done_ || (head_empty_body_ && !body_started_))
            && request_keep_alive_;
   }
 

@@ -43,17 +43,23 @@ public:
     auto obj = [](json props) {
       return json{{"type", "object"}, {"properties", std::move(props)}};
     };
-    actors::tool echo{"echo", "Answers its arguments.",
-                      obj({{"text", {{"type", "string"}}}})};
+    auto make = [](std::string name, std::string description, json schema) {
+      actors::tool t;
+      t.name = std::move(name);
+      t.description = std::move(description);
+      t.input_schema = std::move(schema);
+      return t;
+    };
+    auto echo = make("echo", "Answers its arguments.",
+                     obj({{"text", {{"type", "string"}}}}));
     echo.title = "Echo";
     echo.annotations = {{"readOnlyHint", true}};
     echo.output_schema = obj({{"args", {{"type", "object"}}}});
-    return {echo,
-            {"fail", "Always fails.", obj(json::object())},
-            {"broken", "Breaks.", obj(json::object())},
-            {"slow", "Runs until released.",
-             obj({{"lines", {{"type", "integer"}}},
-                  {"gate", {{"type", "boolean"}}}})}};
+    return {echo, make("fail", "Always fails.", obj(json::object())),
+            make("broken", "Breaks.", obj(json::object())),
+            make("slow", "Runs until released.",
+                 obj({{"lines", {{"type", "integer"}}},
+                      {"gate", {{"type", "boolean"}}}}))};
   }
 
   result<actors::tool_result>
