@@ -188,9 +188,8 @@ CAF_TEST(HTTPS serves the same API with the node certificate) {
   auto key = d.at("key.pem");
   auto cert = d.at("cert.pem");
   auto made = run_program({"openssl", "req", "-x509", "-newkey", "ec",
-                           "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                           "-nodes", "-days", "2", "-subj", "/CN=localhost",
-                           "-addext",
+                           "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                           "-days", "2", "-subj", "/CN=localhost", "-addext",
                            "subjectAltName=IP:127.0.0.1,DNS:localhost",
                            "-keyout", key, "-out", cert},
                           d.at("out"), d.at("err"));
