@@ -241,14 +241,13 @@ void call_pool::shutdown_async(std::function<void(size_t)> done) {
   // it until every call has ended.
   boost::asio::post(ticker_, [this] { arm_retry(); });
   // Once the last task of this pool has finished, the timers are
-  // cancelled on their strand; once the cancelled handlers and a barrier
-  // after them have run there, nothing of the pool runs any more.
+  // cancelled on their strand; once every wait's handler has come back
+  // there (when_no_wait), nothing of the pool runs any more.
   auto finish = [this, done = std::move(done), count]() mutable {
     boost::asio::post(ticker_, [this, done = std::move(done), count]() mutable {
       progress_timer_.cancel();
       retry_timer_.cancel();
-      boost::asio::post(ticker_,
-                        [done = std::move(done), count] { done(count); });
+      when_no_wait(std::move(done), count);
     });
   };
   {
@@ -263,9 +262,21 @@ void call_pool::shutdown_async(std::function<void(size_t)> done) {
 
 // -- the ticker's thread ------------------------------------------------------
 
+void call_pool::when_no_wait(std::function<void(size_t)> done, size_t count) {
+  // A timer's handler, cancelled or just expired, may still be on its way
+  // to the strand: the pool is done once every wait has come back.
+  if (waits_ == 0)
+    return done(count);
+  boost::asio::post(ticker_, [this, done = std::move(done), count]() mutable {
+    when_no_wait(std::move(done), count);
+  });
+}
+
 void call_pool::arm_progress() {
   progress_timer_.expires_at(next_progress_);
+  ++waits_;
   progress_timer_.async_wait([this](const boost::system::error_code& ec) {
+    --waits_;
     if (!ec)
       on_progress_tick();
   });
@@ -304,7 +315,9 @@ void call_pool::arm_retry() {
     return;
   retry_armed_ = true;
   retry_timer_.expires_after(cancel_retry);
+  ++waits_;
   retry_timer_.async_wait([this](const boost::system::error_code& ec) {
+    --waits_;
     retry_armed_ = false;
     if (!ec)
       retry_cancels();

@@ -96,6 +96,8 @@ private:
   void on_progress_tick();
   void arm_progress();
   void arm_retry();
+  /// Runs `done(count)` on the strand once no timer wait is outstanding.
+  void when_no_wait(std::function<void(size_t)> done, size_t count);
   void retry_cancels();
 
   tool_provider& tools_;
@@ -124,6 +126,8 @@ private:
   boost::asio::steady_timer::time_point next_progress_;
   boost::asio::steady_timer retry_timer_;
   bool retry_armed_ = false;
+  /// Timer waits whose handler has not run yet (on the strand only).
+  size_t waits_ = 0;
 };
 
 } // namespace sandbox::mcp
