@@ -332,6 +332,8 @@ public:
       bhttp::async_write_header(
         s_, *serializer_, [self = shared_from_this()](error_code ec, size_t) {
           self->writing_ = false;
+          if (self->closed_)
+            return;
           if (ec)
             return self->gone();
           self->pump();
@@ -404,7 +406,7 @@ private:
     with_stream([&](auto& s_) {
       s_.async_read_some(buf_.prepare(1024),
                          [self = shared_from_this()](error_code ec, size_t n) {
-                           if (ec)
+                           if (ec || self->closed_)
                              return self->close();
                            self->buf_.commit(n);
                            self->read_header();
@@ -429,6 +431,8 @@ private:
   }
 
   void on_header(error_code ec) {
+    if (closed_)
+      return;
     if (ec == bhttp::error::header_limit)
       return fail_now(status::request_header_fields_too_large,
                       "header_too_large",
@@ -554,6 +558,8 @@ private:
         net::async_write(s_, bhttp::make_chunk(net::buffer(p.data)),
                          [self = shared_from_this()](error_code ec, size_t) {
                            self->writing_ = false;
+                           if (self->closed_)
+                             return;
                            auto p = std::move(self->queue_.front());
                            self->queue_.pop_front();
                            if (ec) {
@@ -571,18 +577,23 @@ private:
     if (finishing_) {
       writing_ = true;
       lowest().expires_after(hub_->door.idle_timeout);
+      bool keep = stream_res_->keep_alive();
       with_stream([&](auto& s_) {
         net::async_write(s_, bhttp::make_chunk_last(),
-                         [self = shared_from_this()](error_code ec, size_t) {
+                         [self = shared_from_this(), keep](error_code ec,
+                                                           size_t) {
                            self->writing_ = false;
-                           self->response_done(ec,
-                                               self->stream_res_->keep_alive());
+                           if (self->closed_)
+                             return;
+                           self->response_done(ec, keep);
                          });
       });
     }
   }
 
   void response_done(error_code ec, bool keep) {
+    if (closed_)
+      return;
     if (ec)
       return gone();
     if (!keep)
@@ -649,10 +660,11 @@ private:
     gone_fns_.clear();
     for (auto& f : fns)
       f();
+    // The pieces stay until the connection goes: the first may be in a
+    // write that has not come back yet.
     for (auto& p : queue_)
-      if (p.done)
-        p.done(false);
-    queue_.clear();
+      if (auto done = std::exchange(p.done, nullptr))
+        done(false);
     close();
   }
 
@@ -680,10 +692,15 @@ private:
       lowest().close();
     }
     watch_timer_.cancel();
-    // What the parsers and queues hold goes now, not when the last
-    // exchange lets go of the connection.
-    reset_request();
-    buf_ = beast::flat_buffer{};
+    // The callbacks go now (they may hold node actors, which must be able
+    // to end before the last exchange lets go of the connection). The
+    // parsers, buffers and pieces stay until then: an operation that has
+    // not come back yet still uses them.
+    gone_fns_.clear();
+    piece_fn_ = nullptr;
+    end_fn_ = nullptr;
+    for (auto& p : queue_)
+      p.done = nullptr;
   }
 
   void reset_request() {
