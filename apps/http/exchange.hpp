@@ -113,7 +113,7 @@ public:
 
 using exchange_ptr = std::shared_ptr<exchange>;
 
-/// The HTTP status of a `sandbox` error code (DESIGN §6b).
+/// The HTTP status of a `sandbox` error code (docs/http.md, "Errors").
 status status_of(errc code);
 
 } // namespace sandbox::http
