@@ -113,6 +113,12 @@ public:
 
 using exchange_ptr = std::shared_ptr<exchange>;
 
+/// Splits `target` (path and query) into `h.segments` (percent-decoded
+/// segment by segment; a trailing '/' sets `h.trailing_slash`) and
+/// `h.query`; false for a target that does not start with '/' or holds a
+/// bad escape.
+bool parse_request_target(std::string_view target, request_head& h);
+
 /// The HTTP status of a `sandbox` error code (docs/http.md, "Errors").
 status status_of(errc code);
 
