@@ -447,9 +447,8 @@ void mcp_endpoint::start_session(const exchange_ptr& ex, json /*body*/,
 }
 
 void mcp_endpoint::dispatch(const std::shared_ptr<session>& s,
-                            const exchange_ptr& ex, json /*unused*/,
+                            const exchange_ptr& ex, json body,
                             std::string text) {
-  auto body = rpc_json::parse(text, nullptr, false);
   std::vector<std::string> ids;
   std::vector<std::string> tokens;
   bool call = false;
