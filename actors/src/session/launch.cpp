@@ -185,6 +185,11 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     st.contained->prepare(*spec);
     window.emplace(*st.contained);
   }
+  // The counters before the child exists: read after it, a fork bomb could
+  // have hit the limit already and the growth would go unseen.
+  session_limits::counters limits_before;
+  if (st.contained && st.contained->limits())
+    limits_before = st.contained->limits()->read();
   // The watchdog kills the node's cgroups: a child born in one needs no
   // record of its group.
   auto child = st.p.rt->reaper()->launch_owned(
@@ -210,7 +215,7 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   params.exec = exec_id;
   if (st.contained) {
     params.limits = st.contained->limits();
-    params.limits_before = params.limits->read();
+    params.limits_before = limits_before;
   }
   auto pid = (*child)->pid();
   auto kind = keep_stdin ? "spawn" : params.initial_stdin ? "code" : "run";
