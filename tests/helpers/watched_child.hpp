@@ -72,7 +72,7 @@ watched_child(const std::vector<std::string>& writable, Calls calls) {
       policy->writable = writable;
       policy->execution = 7;
       sandbox::watch_syscalls(r, sandbox::unique_fd{listener}, policy,
-                              [&](sandbox::violation v) {
+                              [&](pid_t, sandbox::violation v) {
                                 std::lock_guard<std::mutex> guard{mtx};
                                 seen.push_back(std::move(v));
                               });

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "contain/init_view.hpp"
+#include "contain/session_launcher.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/contain/tcp_forwarder.hpp"
 #include "sandbox/fs/directories.hpp"
@@ -83,6 +84,7 @@ containment::containment(reactor& r, containment_settings settings,
 
 containment::~containment() {
   stop_network();
+  launcher_.reset();
   session_.reset();
   cover_.reset();
   limits_.reset();
@@ -230,6 +232,7 @@ result<void> containment::start() {
   }
   node_pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
   open_devpts();
+  start_launcher();
   if (cover_)
     cover_->bind(session_->init_pid());
   if (auto ok = start_network(); !ok) {
@@ -238,6 +241,7 @@ result<void> containment::start() {
     outbound_.clear();
     if (inbound_)
       inbound_->set_factory(nullptr);
+    launcher_.reset();
     session_.reset();
     cover_.reset();
     return ok.error();
@@ -272,6 +276,7 @@ void containment::prepare(launch_spec& spec) const {
   c.open_files = settings_.limits.open_files;
   if (host_isolation().syscall_watch)
     c.watch_filter = watch_filter();
+  c.launcher = launcher_.get();
   c.report_pair[0] = report_pair_[0].get();
   c.report_pair[1] = report_pair_[1].get();
   c.node_pidfd = node_pidfd_.get();
@@ -362,9 +367,32 @@ void containment::watch(unique_fd listener, uint64_t exec,
   policy->execution = exec;
   policy->scoped_signals = host_isolation().landlock_abi >= 6;
   watch_syscalls(reactor_, std::move(listener), std::move(policy),
-                 [reg = registry_, to = std::move(receiver)](violation v) {
-                   reg->deliver(&to, std::move(v));
+                 [reg = registry_, to = std::move(receiver)](
+                   pid_t, violation v) { reg->deliver(&to, std::move(v)); });
+}
+
+/// The launcher's filter is every command's: a report goes to the
+/// execution of the caller's process group, as the read guard's do (of
+/// the session when the caller left its group).
+void containment::start_launcher() {
+  if (!host_isolation().syscall_watch)
+    return;
+  auto l = detail::session_launcher::start(session_->init_pidfd(),
+                                           watch_filter());
+  if (!l) {
+    log::logger()->debug("session {}: each command installs its own watch "
+                         "({})",
+                         settings_.session_id, l.error().message);
+    return;
+  }
+  auto policy = std::make_shared<watch_policy>();
+  policy->writable = writable_directories();
+  policy->scoped_signals = host_isolation().landlock_abi >= 6;
+  watch_syscalls(reactor_, (*l)->take_listener(), std::move(policy),
+                 [reg = registry_](pid_t caller, violation v) {
+                   reg->report_group(::getpgid(caller), std::move(v));
                  });
+  launcher_ = std::move(*l);
 }
 
 void containment::report(pid_t pgid, violation v) {

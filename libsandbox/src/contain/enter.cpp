@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "contain/privilege_filter.hpp"
+#include "contain/session_launcher.hpp"
 #include "io/fd_message.hpp"
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
@@ -293,6 +294,29 @@ unique_fd take_listener(int ours, uint64_t tag) {
   }
 }
 
+/// The command of `plan` made by the session's launcher, which it inherits
+/// the watch filter from (so it installs none); -ESRCH, and `plan` as it
+/// was, when the launcher is gone.
+long by_launcher(session_launcher& launcher, child_plan& plan, int cgroup_fd,
+                 char* stack) {
+  auto* filter = plan.filter;
+  plan.filter = nullptr;
+  plan.inner = true;
+  plan.direct = true;
+  long pid = launcher.launch(plan, cgroup_fd, stack);
+  if (pid != -ESRCH)
+    return pid;
+  plan.filter = filter;
+  plan.inner = false;
+  plan.direct = false;
+  if (plan.inner_pidfd >= 0)
+    ::close(plan.inner_pidfd);
+  plan.inner_pidfd = -1;
+  plan.err = 0;
+  plan.stage = stage_none;
+  return pid;
+}
+
 result<launched_child> launch_contained(const launch_spec& spec,
                                         child_plan& plan, launched_child child,
                                         int cgroup_fd, char* stack,
@@ -346,8 +370,12 @@ result<launched_child> launch_contained(const launch_spec& spec,
       plan.rlimits[i][1] = static_cast<long>(value);
       ++i;
     }
-  long pid;
-  if (auto back = enter_pid_namespace(c.ns_pidfd, c.node_pidfd)) {
+  long pid = c.launcher != nullptr
+               ? by_launcher(*c.launcher, plan, cgroup_fd, stack)
+               : -ESRCH;
+  if (pid != -ESRCH) {
+    // Made by the session's launcher (or failed there).
+  } else if (auto back = enter_pid_namespace(c.ns_pidfd, c.node_pidfd)) {
     // One clone: the command is born in the session's PID namespace.
     plan.inner = true;
     plan.direct = true;

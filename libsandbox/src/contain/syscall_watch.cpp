@@ -81,7 +81,7 @@ struct judge_queue : std::enable_shared_from_this<judge_queue> {
   /// Guards `report`: emptied by `close` when the watcher ends, so that
   /// what it holds (the session's receivers) goes with the reactor.
   std::mutex report_mtx;
-  std::function<void(violation)> report;
+  std::function<void(pid_t, violation)> report;
 
   /// Guards `pending` and `queued`.
   std::mutex mtx;
@@ -98,7 +98,7 @@ struct judge_queue : std::enable_shared_from_this<judge_queue> {
   }
 
   void close() {
-    std::function<void(violation)> gone;
+    std::function<void(pid_t, violation)> gone;
     std::lock_guard<std::mutex> guard{report_mtx};
     gone.swap(report);
   }
@@ -136,7 +136,7 @@ struct judge_queue : std::enable_shared_from_this<judge_queue> {
         && ::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &n.id) == 0) {
       std::lock_guard<std::mutex> guard{report_mtx};
       if (report)
-        report(std::move(*v.report));
+        report(static_cast<pid_t>(n.pid), std::move(*v.report));
     }
     std::fill(response.begin(), response.end(), 0);
     auto* r = reinterpret_cast<seccomp_notif_resp*>(response.data());
@@ -237,7 +237,7 @@ struct watcher : std::enable_shared_from_this<watcher> {
 
 void watch_syscalls(reactor& r, unique_fd listener,
                     std::shared_ptr<const watch_policy> policy,
-                    std::function<void(violation)> report) {
+                    std::function<void(pid_t, violation)> report) {
   if (!listener)
     return;
   auto q = std::make_shared<judge_queue>();

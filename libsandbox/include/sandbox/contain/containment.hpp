@@ -26,6 +26,10 @@
 
 namespace sandbox {
 
+namespace detail {
+class session_launcher;
+} // namespace detail
+
 class reactor;
 class tcp_forwarder;
 struct launch_spec;
@@ -187,6 +191,10 @@ private:
   /// Opens the root of the session's devpts (`pts_dir_`), where its
   /// commands' terminals are made.
   void open_devpts();
+  /// Starts the session's launcher (`launcher_`) and watches its filter,
+  /// where the host watches system calls and the node may enter the
+  /// session's PID namespace; else each command installs its own.
+  void start_launcher();
 
   reactor& reactor_;
   containment_settings settings_;
@@ -204,6 +212,8 @@ private:
   /// Declared before the init: the init goes first.
   std::unique_ptr<read_guard::cover> cover_;
   std::unique_ptr<contained_session> session_;
+  /// Ends before the init (see the destructor).
+  std::unique_ptr<detail::session_launcher> launcher_;
 };
 
 } // namespace sandbox

@@ -53,7 +53,8 @@ const sock_fprog* watch_filter() noexcept;
 /// one of the process's `judge_threads` (a command's calls one at a time,
 /// each path walk bounded: detail::walk_limits), so that a slow judgement
 /// holds only the command that asked for it. `report` is called on a judge
-/// thread, before the judged call returns. The node refuses (`EPERM`):
+/// thread, before the judged call returns, with the caller's pid (as the
+/// node sees it). The node refuses (`EPERM`):
 /// - `io_uring_setup` and the `ioctl` requests `TIOCSTI` (typing into a
 ///   terminal) and `TIOCLINUX`, reported as `syscall_denied` naming the
 ///   call (`ioctl TIOCSTI`);
@@ -83,6 +84,6 @@ const sock_fprog* watch_filter() noexcept;
 ///   show, with the call's name (`kill 4242`).
 void watch_syscalls(reactor& r, unique_fd listener,
                     std::shared_ptr<const watch_policy> policy,
-                    std::function<void(violation)> report);
+                    std::function<void(pid_t, violation)> report);
 
 } // namespace sandbox

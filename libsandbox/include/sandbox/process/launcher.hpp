@@ -20,6 +20,10 @@ class cgroup_pool;
 
 /// What a command of a contained session enters before its exec
 /// (isolation.hpp). `ns_pidfd` -1: an uncontained launch.
+namespace detail {
+class session_launcher;
+} // namespace detail
+
 struct launch_containment {
   /// A pidfd of the session's init: the child enters all its namespaces.
   int ns_pidfd = -1;
@@ -36,6 +40,12 @@ struct launch_containment {
   /// A seccomp filter (`watch_filter`) the command installs last; its
   /// listener comes back in `launched_child::watch_listener`. Null: none.
   const sock_fprog* watch_filter = nullptr;
+  /// The session's launcher (contain/session_launcher.hpp), which holds
+  /// `watch_filter` already: the command is made by it and inherits the
+  /// filter, whose listener the session watches; it installs none of its
+  /// own. Null: the launching thread makes the command, which installs
+  /// the filter itself.
+  detail::session_launcher* launcher = nullptr;
   /// A datagram socket pair the command's listener comes back over ([0]
   /// the node's end, [1] the command's), kept by the session so that a
   /// launch makes none; -1: one is made for the launch. Launches that
