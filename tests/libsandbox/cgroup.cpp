@@ -1,6 +1,7 @@
 #define CAF_SUITE libsandbox.cgroup
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
+#include "helpers/read_to_end.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -52,18 +53,6 @@ sandbox::launch_spec shell(std::string command) {
   return spec;
 }
 
-/// Reads `fd` to its end.
-std::string drain(int fd) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    auto n = ::read(fd, buf, sizeof(buf));
-    if (n <= 0)
-      return out;
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
-
 /// Reaps `pid`; the raw wait status.
 int reap(pid_t pid) {
   int status = 0;
@@ -77,7 +66,7 @@ std::pair<std::string, int> run(const sandbox::launch_spec& spec) {
   auto c = sandbox::launch(spec);
   if (!c)
     CAF_FAIL("launch failed: " << c.error().message);
-  auto out = drain(c->stdout_r.get());
+  auto out = sandbox::test::read_to_end(c->stdout_r.get());
   return {out, reap(c->pid)};
 }
 

@@ -1,6 +1,7 @@
 #define CAF_SUITE libsandbox.isolation
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
+#include "helpers/read_to_end.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -36,16 +37,6 @@ struct run_result {
   std::string err;
 };
 
-std::string drain(int fd) {
-  std::string s;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0)
-      s.append(buf, static_cast<size_t>(n));
-  return s;
-}
-
 /// Runs `command` with /bin/sh in `s` (its namespaces, Landlock, limits).
 sandbox::result<run_result> run_in(const contained_session& s,
                                    const std::string& cwd,
@@ -66,8 +57,8 @@ sandbox::result<run_result> run_in(const contained_session& s,
     return child.error();
   }
   run_result r;
-  r.out = drain(child->stdout_r.get());
-  r.err = drain(child->stderr_r.get());
+  r.out = sandbox::test::read_to_end(child->stdout_r.get());
+  r.err = sandbox::test::read_to_end(child->stderr_r.get());
   int status = 0;
   while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR)
     ;

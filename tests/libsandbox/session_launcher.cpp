@@ -1,6 +1,7 @@
 #define CAF_SUITE libsandbox.session_launcher
 #include "caf/test/unit_test.hpp"
 #include "helpers/check.hpp"
+#include "helpers/read_to_end.hpp"
 
 // The launcher of a contained session (contain/session_launcher.hpp): its
 // commands inherit the session's watch filter (one listener for all, no
@@ -34,16 +35,6 @@ using sandbox::contained_session;
 using sandbox::detail::session_launcher;
 
 namespace {
-
-std::string drain(int fd) {
-  std::string s;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0)
-      s.append(buf, static_cast<size_t>(n));
-  return s;
-}
 
 int wait_for(pid_t pid) {
   int status = 0;
@@ -111,7 +102,8 @@ CAF_TEST(a command inherits the launcher filter and notifies its listener) {
   CAF_CHECK(!launcher->take_listener());
   auto child = sandbox::launch(
     spec("grep -E '^(Seccomp|Seccomp_filters|NoNewPrivs):' /proc/self/status;"
-         " mkdir " + wd.path + "/made"));
+         " mkdir "
+         + wd.path + "/made"));
   SANDBOX_REQUIRE_OK(child);
   // No listener of its own came back: it installed no filter.
   CAF_CHECK(!child->watch_listener);
@@ -129,7 +121,7 @@ CAF_TEST(a command inherits the launcher filter and notifies its listener) {
   resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   CAF_REQUIRE_EQUAL(::ioctl(listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp),
                     0);
-  auto out = drain(child->stdout_r.get());
+  auto out = sandbox::test::read_to_end(child->stdout_r.get());
   // The node's child (waitpid reaps it), with exactly one filter: the
   // launcher's.
   CAF_CHECK_EQUAL(wait_for(child->pid), 0);
@@ -154,7 +146,7 @@ CAF_TEST(nothing of the session can name or stop the launcher) {
   sandbox::watch_syscalls(r, std::move(listener),
                           std::make_shared<sandbox::watch_policy>(),
                           [](pid_t, sandbox::violation) {});
-  auto out = drain(child->stdout_r.get());
+  auto out = sandbox::test::read_to_end(child->stdout_r.get());
   wait_for(child->pid);
   CAF_CHECK_EQUAL(out.find("seen"), std::string::npos);
   CAF_CHECK_NOT_EQUAL(out.find("done"), std::string::npos);
@@ -164,7 +156,7 @@ CAF_TEST(nothing of the session can name or stop the launcher) {
   // And it still launches.
   auto next = sandbox::launch(spec("echo again"));
   SANDBOX_REQUIRE_OK(next);
-  CAF_CHECK_EQUAL(drain(next->stdout_r.get()), "again\n");
+  CAF_CHECK_EQUAL(sandbox::test::read_to_end(next->stdout_r.get()), "again\n");
   CAF_CHECK_EQUAL(wait_for(next->pid), 0);
 }
 
@@ -178,7 +170,7 @@ CAF_TEST(a launcher that is gone leaves launches to the launching thread) {
   SANDBOX_REQUIRE_OK(child);
   // It installed the filter itself: its own listener came back.
   CAF_CHECK(child->watch_listener);
-  CAF_CHECK_EQUAL(drain(child->stdout_r.get()), "fine\n");
+  CAF_CHECK_EQUAL(sandbox::test::read_to_end(child->stdout_r.get()), "fine\n");
   CAF_CHECK_EQUAL(wait_for(child->pid), 0);
   launcher.reset();
   CAF_CHECK(::kill(pid, 0) != 0 && errno == ESRCH);

@@ -106,6 +106,23 @@ SANDBOX_CHILD_FN int enter_session(child_plan* p) {
   return 0;
 }
 
+SANDBOX_CHILD_FN long install_watch(const sock_fprog* filter) {
+  // Once the node has a call, the caller waits killably (Linux 5.19): a
+  // signal that is not fatal (a child's SIGCHLD to a shell) no longer ends
+  // the wait with EINTR, which calls such as `kill` never return
+  // otherwise. Older kernels refuse the flag; they get the filter without
+  // it.
+  long r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER
+                       | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+                     reinterpret_cast<long>(filter));
+  if (r == -EINVAL)
+    r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                  SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                  reinterpret_cast<long>(filter));
+  return r;
+}
+
 /// The command's own steps in a contained session, after its cwd: no new
 /// privileges (no set-uid gain), the rlimits, then Landlock for good.
 SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
@@ -143,11 +160,7 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
     stage = stage_landlock;
     return r;
   }
-  // Last: from here on the watched calls wait for the node. Once the node
-  // has a call, the caller waits killably (Linux 5.19): a signal that is
-  // not fatal (a child's SIGCHLD to a shell) no longer ends the wait with
-  // EINTR, which calls such as `kill` never return otherwise. Older
-  // kernels refuse the flag; they get the filter without it.
+  // Last: from here on the watched calls wait for the node.
   if (p->privilege_filter != nullptr
       && (r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
                         reinterpret_cast<long>(p->privilege_filter)))
@@ -156,15 +169,7 @@ SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage) {
     return r;
   }
   if (p->filter != nullptr) {
-    r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                  SECCOMP_FILTER_FLAG_NEW_LISTENER
-                    | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-                  reinterpret_cast<long>(p->filter));
-    if (r == -EINVAL)
-      r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                    SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                    reinterpret_cast<long>(p->filter));
-    if (r < 0) {
+    if ((r = install_watch(p->filter)) < 0) {
       stage = stage_seccomp;
       return r;
     }

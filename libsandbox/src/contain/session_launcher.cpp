@@ -1,7 +1,6 @@
 #include "contain/session_launcher.hpp"
 
 #include <linux/futex.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -98,15 +97,7 @@ SANDBOX_CHILD_FN int launcher_main(void* arg) {
   // it is.
   if ((r = child_sys(SYS_setns, s->ns_pidfd, CLONE_NEWPID)) < 0)
     fail(s, r, stage_setns);
-  r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                SECCOMP_FILTER_FLAG_NEW_LISTENER
-                  | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-                reinterpret_cast<long>(s->filter));
-  if (r == -EINVAL)
-    r = child_sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                  SECCOMP_FILTER_FLAG_NEW_LISTENER,
-                  reinterpret_cast<long>(s->filter));
-  if (r < 0)
+  if ((r = install_watch(s->filter)) < 0)
     fail(s, r, stage_seccomp);
   s->result = r;
   publish(s, done);

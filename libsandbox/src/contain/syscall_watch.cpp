@@ -66,10 +66,10 @@ boost::asio::thread_pool& judges() {
   return *pool;
 }
 
-/// The notifications of one command's filter waiting for a judge, judged
-/// one at a time (a command holds at most one judge; another command's
-/// turn comes between two of its calls), and answered from the judge's
-/// thread.
+/// The notifications of one filter (a session's, or one command's) waiting
+/// for a judge, judged one at a time (a filter holds at most one judge;
+/// another filter's turn comes between two of its calls), and answered
+/// from the judge's thread.
 struct judge_queue : std::enable_shared_from_this<judge_queue> {
   /// The listener, closed with the last of the watcher and the judgements
   /// waiting: answered even after the watcher (on the reactor) has let go

@@ -152,6 +152,10 @@ SANDBOX_CHILD_FN int child_main(void* arg);
 /// the seccomp filter (contain/enter.cpp).
 SANDBOX_CHILD_FN long contained_steps(child_plan* p, int& stage);
 
+/// Installs the watch filter `filter` with a new listener (contain/enter.cpp):
+/// the listener, or -errno.
+SANDBOX_CHILD_FN long install_watch(const sock_fprog* filter);
+
 /// Joins the session's cgroup v1 limits, then the namespaces `ns_flags` of
 /// its init at once (contain/enter.cpp).
 SANDBOX_CHILD_FN long join_session(child_plan* p, long ns_flags, int& stage);

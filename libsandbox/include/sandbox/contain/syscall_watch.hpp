@@ -32,8 +32,10 @@ struct watch_policy {
 /// contained command (`watch_syscalls`), started at the first one.
 constexpr size_t judge_threads = 2;
 
-/// The seccomp filter every command of a contained session installs (with
-/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) just before its exec: `connect`,
+/// The seccomp filter of a contained session's commands, installed (with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER`) once by the session's launcher,
+/// whose commands inherit it, or by each command just before its exec
+/// where the session has no launcher: `connect`,
 /// `bind`, a `sendto` naming an address, the system calls that
 /// write a path (an open for writing, create, make a directory or node,
 /// remove, rename, link, truncate), those that change a file's metadata
@@ -48,11 +50,12 @@ constexpr size_t judge_threads = 2;
 /// process.
 const sock_fprog* watch_filter() noexcept;
 
-/// Watches the notifications of one command's filter (`listener`) until
-/// every process using the filter has exited: received on `r`, judged on
-/// one of the process's `judge_threads` (a command's calls one at a time,
-/// each path walk bounded: detail::walk_limits), so that a slow judgement
-/// holds only the command that asked for it. `report` is called on a judge
+/// Watches the notifications of one filter (`listener`: a session's
+/// launcher's, or one command's) until every process using the filter has
+/// exited: received on `r`, judged on one of the process's
+/// `judge_threads` (a listener's calls one at a time, each path walk
+/// bounded: detail::walk_limits), so that a slow judgement holds only the
+/// session that asked for it. `report` is called on a judge
 /// thread, before the judged call returns, with the caller's pid (as the
 /// node sees it). The node refuses (`EPERM`):
 /// - `io_uring_setup` and the `ioctl` requests `TIOCSTI` (typing into a
