@@ -49,7 +49,7 @@ CAF_TEST(violations before the group registers go with it tagged) {
     c->report(42, denied("/a"));
     c->report(42, denied("/b"));
     CAF_CHECK(to_session.empty());
-    l.attach(42, 7, [&](std::vector<violation> xs) {
+    l.attach(42, 7, {}, [&](std::vector<violation> xs) {
       early = std::move(xs);
       return [&](violation& v) {
         later.push_back(std::move(v));
@@ -69,7 +69,7 @@ CAF_TEST(violations before the group registers go with it tagged) {
 CAF_TEST(a receiver that is gone leaves the violation to the session) {
   {
     containment::launch l{*c};
-    l.attach(42, 3, [](std::vector<violation>) {
+    l.attach(42, 3, {}, [](std::vector<violation>) {
       return [](violation&) { return false; };
     });
   }
@@ -83,7 +83,7 @@ CAF_TEST(a forgotten group reports to the session) {
   int taken = 0;
   {
     containment::launch l{*c};
-    l.attach(42, 1, [&](std::vector<violation>) {
+    l.attach(42, 1, {}, [&](std::vector<violation>) {
       return [&](violation&) { return ++taken, true; };
     });
   }

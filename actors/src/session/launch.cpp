@@ -229,11 +229,12 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     if (!window)
       return make();
     process_actor_impl handle;
-    window->attach(pid, exec_id, [&](std::vector<violation> early) {
-      params.early_violations = std::move(early);
-      handle = make();
-      return violations_to(handle, *st.p.rt);
-    });
+    window->attach(pid, exec_id, spec->cgroup,
+                   [&](std::vector<violation> early) {
+                     params.early_violations = std::move(early);
+                     handle = make();
+                     return violations_to(handle, *st.p.rt);
+                   });
     return handle;
   };
   process_actor_impl handle;

@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -23,16 +24,42 @@
 #include "sandbox/fs/view.hpp"
 #include "sandbox/log.hpp"
 #include "sandbox/process/launcher.hpp"
+#include "sandbox/process/process_tree.hpp"
 
 namespace sandbox {
+
+namespace {
+
+/// The `0::` line of `/proc/PID/cgroup`: the cgroup v2 path of process
+/// `pid` as the node sees it ("" when unknown).
+std::string cgroup_of(pid_t pid) {
+  std::string text;
+  if (!read_small_file(fmt::format("/proc/{}/cgroup", pid), text))
+    return {};
+  auto at = text.rfind("0::", 0) == 0 ? 0 : text.find("\n0::");
+  if (at == std::string::npos)
+    return {};
+  at += at == 0 ? 3 : 4;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+} // namespace
 
 /// The running executions by process group (the leader's pid), shared with
 /// the reports that come on reactor threads: a denied read goes straight to
 /// its execution's receiver while the reader waits.
 struct containment::registry {
+  struct execution {
+    uint64_t id = 0;
+    execution_receiver receiver;
+    /// Its own cgroup's path (empty: none), which a process that left
+    /// the group is still in.
+    std::string cgroup;
+  };
+
   std::mutex mtx;
   session_receiver session;
-  std::map<pid_t, std::pair<uint64_t, execution_receiver>> by_group;
+  std::map<pid_t, execution> by_group;
   /// Launches under way: their children may cause violations before their
   /// groups are registered.
   int launching = 0;
@@ -49,21 +76,38 @@ struct containment::registry {
   }
 
   /// A denied read of group `pgid`: to its execution, parked during a
-  /// launch, else to the session.
-  void report_group(pid_t pgid, violation v) {
+  /// launch, else to the session. With `caller`, a process that left its
+  /// execution's group is found by its cgroup.
+  void report_group(pid_t pgid, violation v, pid_t caller = 0) {
+    std::string cgroup;
+    if (caller > 0 && !known(pgid))
+      cgroup = cgroup_of(caller);
     execution_receiver to;
     {
       std::lock_guard<std::mutex> guard{mtx};
       auto i = by_group.find(pgid);
+      if (i == by_group.end() && !cgroup.empty())
+        i = std::find_if(by_group.begin(), by_group.end(), [&](auto& e) {
+          auto& path = e.second.cgroup;
+          return path.size() >= cgroup.size()
+                 && path.compare(path.size() - cgroup.size(), cgroup.size(),
+                                 cgroup)
+                      == 0;
+        });
       if (i != by_group.end()) {
-        v.execution = i->second.first;
-        to = i->second.second;
+        v.execution = i->second.id;
+        to = i->second.receiver;
       } else if (launching > 0) {
         unclaimed[pgid].push_back(std::move(v));
         return;
       }
     }
     deliver(&to, std::move(v));
+  }
+
+  bool known(pid_t pgid) {
+    std::lock_guard<std::mutex> guard{mtx};
+    return by_group.count(pgid) > 0;
   }
 };
 
@@ -324,7 +368,7 @@ containment::launch::~launch() {
 }
 
 void containment::launch::attach(
-  pid_t pgid, uint64_t exec,
+  pid_t pgid, uint64_t exec, const std::string& cgroup,
   const std::function<execution_receiver(std::vector<violation>)>& make) {
   auto& reg = *c_.registry_;
   {
@@ -336,8 +380,8 @@ void containment::launch::attach(
       for (auto& v : early)
         v.execution = exec;
     }
-    reg.by_group.insert_or_assign(pgid,
-                                  std::make_pair(exec, make(std::move(early))));
+    reg.by_group.insert_or_assign(
+      pgid, registry::execution{exec, make(std::move(early)), cgroup});
   }
   close();
 }
@@ -390,7 +434,7 @@ void containment::start_launcher() {
   policy->scoped_signals = host_isolation().landlock_abi >= 6;
   watch_syscalls(reactor_, (*l)->take_listener(), std::move(policy),
                  [reg = registry_](pid_t caller, violation v) {
-                   reg->report_group(::getpgid(caller), std::move(v));
+                   reg->report_group(::getpgid(caller), std::move(v), caller);
                  });
   launcher_ = std::move(*l);
 }

@@ -140,11 +140,13 @@ public:
     launch(const launch&) = delete;
     launch& operator=(const launch&) = delete;
 
-    /// Registers process group `pgid` as execution `exec`: `make` gets the
-    /// violations the group caused so far and returns the receiver of the
-    /// later ones (under the registry's lock, so none slips between).
+    /// Registers process group `pgid` as execution `exec`, whose own
+    /// cgroup is `cgroup` (its path; empty: none), where the watch finds a
+    /// process that left the group: `make` gets the violations the group
+    /// caused so far and returns the receiver of the later ones (under the
+    /// registry's lock, so none slips between).
     void attach(
-      pid_t pgid, uint64_t exec,
+      pid_t pgid, uint64_t exec, const std::string& cgroup,
       const std::function<execution_receiver(std::vector<violation>)>& make);
 
   private:
