@@ -20,6 +20,7 @@
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
 #include "process/vm_child.hpp"
+#include "sandbox/log.hpp"
 
 namespace sandbox::detail {
 
@@ -229,6 +230,9 @@ long session_launcher::launch(child_plan& plan, int cgroup_fd, char* stack) {
   publish(s, requested);
   if (!wait_while(s, requested, pidfd_.get())) {
     gone_ = true;
+    log::logger()->warn("the launcher of a contained session (pid {}) has "
+                        "ended: its commands install their own filters",
+                        pid_);
     // A command it made before it ended may still run on `stack` until
     // its exec: the end of the launcher is the end of its thread, which
     // the session's init and every command follow (PR_SET_PDEATHSIG).
