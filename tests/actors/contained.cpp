@@ -433,6 +433,40 @@ CAF_TEST(nothing of the session survives its stop) {
   ::close(pidfds[0]);
 }
 
+CAF_TEST(a session has one launcher that holds its filter and ends with it) {
+  if (!host_can_contain() || !sandbox::host_isolation().syscall_watch)
+    return;
+  // The node's children that hold a seccomp filter and run no program of
+  // their own (their command line is the node's): launchers.
+  auto launchers = [] {
+    std::vector<pid_t> out;
+    auto own = slurp("/proc/self/cmdline");
+    for (auto& e : sandbox::proc_snapshot()) {
+      if (e.ppid != ::getpid() || e.zombie())
+        continue;
+      auto at = "/proc/" + std::to_string(e.pid);
+      if (slurp(at + "/status").find("Seccomp:\t2") != std::string::npos
+          && slurp(at + "/cmdline") == own)
+        out.push_back(e.pid);
+    }
+    return out;
+  };
+  auto before = launchers().size();
+  auto s = make_session();
+  std::string filters;
+  for (int i = 0; i < 3; ++i) {
+    auto r = run(s, "grep Seccomp_filters /proc/self/status");
+    CAF_CHECK_EQUAL(r.exit_code, 0);
+    filters += r.stdout_data;
+  }
+  // Every command runs under the one filter it inherited.
+  CAF_CHECK_EQUAL(filters, "Seccomp_filters:\t1\nSeccomp_filters:\t1\n"
+                           "Seccomp_filters:\t1\n");
+  CAF_CHECK_EQUAL(launchers().size(), before + 1);
+  SANDBOX_REQUIRE_OK(s.stop());
+  CAF_CHECK_EQUAL(launchers().size(), before);
+}
+
 CAF_TEST(a fork bomb is bounded by the process limit and reported) {
   if (!host_can_contain())
     return;
