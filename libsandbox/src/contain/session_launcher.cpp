@@ -188,9 +188,11 @@ session_launcher::start(int ns_pidfd, const sock_fprog* filter) {
     auto err = s->state == done ? static_cast<int>(-s->result) : ESRCH;
     auto stage = s->stage;
     out->gone_ = true;
-    return error{errc::unsupported,
-                 fmt::format("session launcher: {}: {}",
-                             contained_stage_name(stage), std::strerror(err))};
+    return error{errc::unsupported, fmt::format("session launcher: {}: {}",
+                                                stage == stage_orphaned
+                                                  ? "PR_SET_PDEATHSIG"
+                                                  : contained_stage_name(stage),
+                                                std::strerror(err))};
   }
   return out;
 }
