@@ -183,18 +183,20 @@ mounted_cgroup(std::string_view mountinfo, const std::string& own,
 
 } // namespace
 
+std::optional<std::string> cgroup_v2_entry(std::string_view proc_cgroup) {
+  std::optional<std::string> out;
+  for (auto line : split(proc_cgroup, '\n'))
+    if (line.substr(0, 3) == "0::")
+      out = std::string{line.substr(3)};
+  return out;
+}
+
 result<std::string> find_own_cgroup(std::string_view mountinfo,
                                     std::string_view proc_cgroup) {
-  std::string own;
-  bool found = false;
-  for (auto line : split(proc_cgroup, '\n'))
-    if (line.substr(0, 3) == "0::") {
-      own = std::string{line.substr(3)};
-      found = true;
-    }
-  if (!found)
+  auto own = cgroup_v2_entry(proc_cgroup);
+  if (!own)
     return unsupported("no cgroup v2 entry (0::) in /proc/self/cgroup");
-  return mounted_cgroup(mountinfo, own, "cgroup2", {}, "cgroup2");
+  return mounted_cgroup(mountinfo, *own, "cgroup2", {}, "cgroup2");
 }
 
 result<std::string> find_own_cgroup_v1(std::string_view mountinfo,

@@ -18,6 +18,7 @@
 
 #include "contain/init_view.hpp"
 #include "contain/session_launcher.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 #include "sandbox/contain/syscall_watch.hpp"
 #include "sandbox/contain/tcp_forwarder.hpp"
 #include "sandbox/fs/directories.hpp"
@@ -36,11 +37,7 @@ std::string cgroup_of(pid_t pid) {
   std::string text;
   if (!read_small_file(fmt::format("/proc/{}/cgroup", pid), text))
     return {};
-  auto at = text.rfind("0::", 0) == 0 ? 0 : text.find("\n0::");
-  if (at == std::string::npos)
-    return {};
-  at += at == 0 ? 3 : 4;
-  return text.substr(at, text.find('\n', at) - at);
+  return cgroup_v2_entry(text).value_or(std::string{});
 }
 
 } // namespace
@@ -404,13 +401,18 @@ void containment::launch::close() {
       reg.deliver(nullptr, std::move(v));
 }
 
-void containment::watch(unique_fd listener, uint64_t exec,
-                        execution_receiver receiver) {
+std::shared_ptr<const watch_policy>
+containment::policy_of(uint64_t exec) const {
   auto policy = std::make_shared<watch_policy>();
   policy->writable = writable_directories();
   policy->execution = exec;
   policy->scoped_signals = host_isolation().landlock_abi >= 6;
-  watch_syscalls(reactor_, std::move(listener), std::move(policy),
+  return policy;
+}
+
+void containment::watch(unique_fd listener, uint64_t exec,
+                        execution_receiver receiver) {
+  watch_syscalls(reactor_, std::move(listener), policy_of(exec),
                  [reg = registry_, to = std::move(receiver)](
                    pid_t, violation v) { reg->deliver(&to, std::move(v)); });
 }
@@ -429,10 +431,7 @@ void containment::start_launcher() {
                          settings_.session_id, l.error().message);
     return;
   }
-  auto policy = std::make_shared<watch_policy>();
-  policy->writable = writable_directories();
-  policy->scoped_signals = host_isolation().landlock_abi >= 6;
-  watch_syscalls(reactor_, (*l)->take_listener(), std::move(policy),
+  watch_syscalls(reactor_, (*l)->take_listener(), policy_of(0),
                  [reg = registry_](pid_t caller, violation v) {
                    reg->report_group(::getpgid(caller), std::move(v), caller);
                  });

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,11 @@
 #include "sandbox/execution.hpp"
 
 namespace sandbox {
+
+/// The cgroup v2 path in the text of a `/proc/PID/cgroup` (its `0::`
+/// line, the last when there are several), as the reader's cgroup
+/// namespace sees it; nullopt when there is none. Pure parsing.
+std::optional<std::string> cgroup_v2_entry(std::string_view proc_cgroup);
 
 /// Finds the directory of this process's cgroup v2 from the text of
 /// `/proc/self/mountinfo` (the cgroup2 mount, with its root) and of

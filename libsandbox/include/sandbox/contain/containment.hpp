@@ -26,6 +26,8 @@
 
 namespace sandbox {
 
+struct watch_policy;
+
 namespace detail {
 class session_launcher;
 } // namespace detail
@@ -197,6 +199,9 @@ private:
   /// where the host watches system calls and the node may enter the
   /// session's PID namespace; else each command installs its own.
   void start_launcher();
+  /// What the watch judges a call of execution `exec` by (0: the
+  /// session's launcher's filter, whose reports find their execution).
+  std::shared_ptr<const watch_policy> policy_of(uint64_t exec) const;
 
   reactor& reactor_;
   containment_settings settings_;
