@@ -17,11 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "fixture.hpp"
 #include "helpers/temp_dir.hpp"
 #include "process/process.hpp"
 #include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/registration.hpp"
+#include "sandbox/client/blocking_files.hpp"
 #include "session/session.hpp"
 
 using namespace sandbox;
@@ -378,6 +380,81 @@ CAF_TEST(violations of an ended execution go to the session and of a next one
   for (auto& v : kept)
     details.push_back(v.detail);
   CAF_CHECK_EQUAL(sorted(details), sorted({"/early", "/late"}));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+// The blocking facade on a real node: a streamed call sends its request
+// straight to the session from the calling thread's actor, which is the
+// sink and gets the result last; no actor is made for it (a relay actor per
+// call was, before). Actor ids are never reused: the latest one is the
+// count of actors made.
+
+namespace {
+
+struct facade_flow_fixture : sandbox::test::node_fixture {
+  caf::actor_id latest() {
+    return node.system().latest_actor_id();
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(facade_flow_tests, facade_flow_fixture)
+
+CAF_TEST(a streamed execution through the facade makes no actor) {
+  auto s = make_session();
+  auto stream = [&](const std::string& cmd) {
+    std::string seen;
+    auto r = s.execute_streaming(cmd, {}, [&](const output_chunk& c) {
+      seen += c.data;
+    });
+    CAF_REQUIRE(r);
+    CAF_CHECK_EQUAL(seen, r->stdout_data);
+    return r->stdout_data;
+  };
+  // The session's first execution makes its process actor (reused after).
+  CAF_CHECK_EQUAL(stream("echo one"), "one\n");
+  auto before = latest();
+  for (int i = 0; i < 3; ++i)
+    CAF_CHECK_EQUAL(stream("echo two; echo three"), "two\nthree\n");
+  CAF_CHECK_EQUAL(latest(), before);
+}
+
+CAF_TEST(a streamed read through the facade makes no actor and ends clean) {
+  auto s = make_session();
+  auto r = s.execute("head -c 300000 /dev/zero > f");
+  CAF_REQUIRE(r && r->exit_code == 0);
+  auto files = files_of(s);
+  CAF_REQUIRE(files);
+  uint64_t got = 0;
+  auto read = [&] {
+    got = 0;
+    return files->read_stream(
+      "f",
+      [&](const std::string& chunk) {
+        got += chunk.size();
+        return true;
+      },
+      65536);
+  };
+  CAF_REQUIRE(read());
+  auto before = latest();
+  auto n = read();
+  CAF_REQUIRE(n);
+  CAF_CHECK_EQUAL(*n, 300000u);
+  CAF_CHECK_EQUAL(got, 300000u);
+  CAF_CHECK_EQUAL(latest(), before);
+  // A read the caller cancels ends with its error, and the facade's next
+  // call finds nothing of it (its actor went back with an empty mailbox).
+  auto cancelled = files->read_stream(
+    "f", [](const std::string&) { return false; }, 65536);
+  CAF_REQUIRE(!cancelled);
+  CAF_CHECK(cancelled.error().code == errc::aborted);
+  auto again = read();
+  CAF_REQUIRE(again);
+  CAF_CHECK_EQUAL(*again, 300000u);
+  CAF_CHECK_EQUAL(got, 300000u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -2,7 +2,7 @@
 
 // Blocking request helpers shared by the blocking facades (blocking_session
 // and blocking_files): a calling thread sends a request and waits for its
-// one answer, or runs a streaming request through a relay actor.
+// one answer, or for the items of a streaming request and then its answer.
 
 #include <memory>
 #include <utility>
@@ -10,7 +10,8 @@
 #include <caf/detail/type_traits.hpp>
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
+#include <caf/behavior.hpp>
+#include <caf/mailbox_element.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "remote/remote_detail.hpp"
@@ -27,7 +28,8 @@ struct facade_pool;
 /// keeps up to `facade_pool_size` while it lives), else one of its own.
 /// A kept actor goes back once the answer came; one that asked a remote
 /// actor does not (the guard's monitor may leave a message behind), and
-/// is never taken from the pool.
+/// is never taken from the pool; nor does one left by an exception (a
+/// streaming call's items may still come).
 class facade_actor {
 public:
   facade_actor(caf::actor_system& sys, bool remote);
@@ -140,71 +142,66 @@ result<void> ask_ok(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
   return ask_ack<ok_atom>(*self, dest, std::forward<Ts>(xs)...);
 }
 
-/// Makes a streaming request on behalf of `self`: the calling thread is the
-/// sink, and a small relay actor makes the request and hands the reply (a
-/// `Done`, or the error) back, so that items (requests to us) and the reply
-/// arrive in one mailbox and can be received in one loop.
-template <class Done, class Handle, class... Ts>
-void relay_request(caf::actor_system& sys, caf::scoped_actor& self,
-                   const Handle& dest, Ts... xs) {
-  auto me = caf::actor_cast<caf::actor>(self);
-  sandbox::detail::tsan_release_handover();
-  sys.spawn([=](caf::event_based_actor* relay) {
-    // A remote `dest` whose node is gone ends the stream with
-    // `node_unreachable` (the reply would never come).
-    if (dest.node() != relay->node()) {
-      relay->monitor(dest);
-      relay->set_down_handler([=](caf::down_msg& msg) {
-        if (msg.source != dest.address())
-          return;
-        relay->send(me, unreachable_error(dest.node()));
-        relay->quit();
-      });
-    }
-    relay->request(dest, caf::infinite, xs...)
-      .then(
-        [=](Done& done) {
-          relay->send(me, std::move(done));
-          relay->quit();
-        },
-        [=](caf::error& err) {
-          relay->send(me, std::move(err));
-          relay->quit();
-        });
-  });
-}
-
 /// Answers the items `self` receives with `on_item` (an `ack_atom`, or an
-/// error to cancel) until the one reply (`Done`, or the error that ended
-/// the stream) arrives, and returns that reply. The one receive loop of
-/// every streaming call of the facades.
+/// error to cancel) until the answer to the request whose response id is
+/// `response_id` arrives (`Done`, or the error that ended the stream), and
+/// returns that answer. The one receive loop of every streaming call of
+/// the facades: items (requests to `self`, the sink) and the answer arrive
+/// in one mailbox, taken in their order. CAF's `receive` matches either a
+/// response or other messages, never both, hence the loop here.
 template <class Done, class OnItem>
-result<Done> receive_stream(caf::scoped_actor& self, OnItem on_item) {
+result<Done> receive_stream(caf::scoped_actor& self,
+                            caf::message_id response_id, OnItem on_item) {
+  caf::behavior items{std::move(on_item)};
   result<Done> out = sandbox::error{errc::aborted, "no answer"};
-  bool done = false;
-  self->receive_while([&] { return !done; })(
-    on_item,
-    [&](Done& x) {
-      out = std::move(x);
-      done = true;
-    },
-    [&](caf::error& err) {
-      out = from_caf(err);
-      done = true;
-    });
+  for (;;) {
+    auto e = self->dequeue();
+    if (!e)
+      continue;
+    auto& content = e->content();
+    if (e->mid == response_id) {
+      if (content.match_elements<Done>())
+        out = std::move(*static_cast<Done*>(content.get_mutable(0)));
+      else if (content.match_elements<caf::error>())
+        out = from_caf(content.get_as<caf::error>(0));
+      else
+        out = sandbox::error{errc::io_error,
+                             "unexpected answer: " + to_string(content)};
+      break;
+    }
+    auto answer = items(content);
+    // An item the sink does not know still gets its answer: the sender
+    // must not wait for it.
+    if (e->mid.is_request() && e->sender) {
+      if (!answer)
+        answer
+          = caf::make_message(caf::make_error(caf::sec::unexpected_message));
+      e->sender->enqueue(caf::make_mailbox_element(self->ctrl(),
+                                                   e->mid.response_id(), {},
+                                                   std::move(*answer)),
+                         self->context());
+    }
+  }
   sandbox::detail::tsan_acquire_handover();
   return out;
 }
 
 /// Runs the streaming request `xs..., sink` to `dest` with the calling
-/// thread as the sink (a `Sink` handle to a scoped actor of its own); see
-/// `receive_stream`.
+/// thread as the sink (a `Sink` handle to its facade actor): the request
+/// goes straight to `dest`, and its answer comes last, after every item
+/// (see `receive_stream`). A request to a remote actor fails with
+/// `node_unreachable` once the actor's node is gone.
 template <class Sink, class Done, class Handle, class OnItem, class... Ts>
 result<Done> ask_stream(caf::actor_system& sys, const Handle& dest,
                         OnItem on_item, Ts... xs) {
-  caf::scoped_actor self{sys};
-  relay_request<Done>(sys, self, dest, xs..., caf::actor_cast<Sink>(self));
-  return receive_stream<Done>(self, on_item);
+  facade_actor actor{sys, is_remote(sys, dest)};
+  auto& self = *actor;
+  sandbox::detail::tsan_release_handover();
+  auto rh = self->request(dest, caf::infinite, std::move(xs)...,
+                          caf::actor_cast<Sink>(self));
+  response_guard guard{self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(dest),
+                       rh.id()};
+  return receive_stream<Done>(self, rh.id(), std::move(on_item));
 }
 
 } // namespace sandbox::actors::detail

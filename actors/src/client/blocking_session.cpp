@@ -1,5 +1,6 @@
 #include "sandbox/client/blocking_session.hpp"
 #include <algorithm>
+#include <exception>
 
 #include <map>
 #include <mutex>
@@ -89,9 +90,11 @@ facade_actor::facade_actor(caf::actor_system& sys, bool remote) {
 }
 
 facade_actor::~facade_actor() {
-  if (!pool_)
+  // Left by an exception (a caller's callback threw): items of a stream
+  // may still come.
+  if (!pool_ || std::uncaught_exceptions() > 0)
     return;
-  // The answer came (the request's one message): nothing is left in the
+  // The answer came (a request's last message): nothing is left in the
   // mailbox for the next request to find.
   std::lock_guard<std::mutex> guard{pool_->mtx};
   if (!pool_->closed && pool_->idle.size() < facade_pool_size)
@@ -113,7 +116,6 @@ using detail::ask_map;
 using detail::ask_ok;
 using detail::ask_stream;
 using detail::receive_stream;
-using detail::relay_request;
 
 /// Answers each chunk of an execution: hands it to `on_chunk`, then acks.
 auto chunk_handler(const chunk_callback& on_chunk) {
@@ -210,25 +212,33 @@ result<exec_result> blocking_session::execute_code_streaming(
   // The runner of `execute_code` with the (validated, so shell-safe)
   // language written in, started as a process that keeps its stdin.
   auto command = code_runner_script(language);
-  caf::scoped_actor self{*sys_};
+  // One facade actor is the sink of the output and gets both answers
+  // (the process, then its result); the output may come before either.
+  detail::facade_actor actor{*sys_, detail::is_remote(*sys_, handle_)};
+  auto& self = *actor;
   auto sink = caf::actor_cast<chunk_sink>(self);
   std::optional<blocking_process> process;
   sandbox::error failure{errc::aborted, "no answer"};
   sandbox::detail::tsan_release_handover();
   auto rh = self->request(handle_, caf::infinite, spawn_atom_v, command, opts,
                           sink);
-  response_guard guard{
-    self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(handle_), rh.id()};
-  rh.receive([&](process_actor& p,
-                 int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
-             [&](caf::error& err) { failure = from_caf(err); });
+  {
+    response_guard guard{
+      self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(handle_), rh.id()};
+    rh.receive([&](process_actor& p,
+                   int32_t pid) { process.emplace(*sys_, std::move(p), pid); },
+               [&](caf::error& err) { failure = from_caf(err); });
+  }
   sandbox::detail::tsan_acquire_handover();
   if (!process)
     return after_stop(result<exec_result>{failure});
-  relay_request<exec_result>(*sys_, self, process->handle(), wait_atom_v);
+  auto wait = self->request(process->handle(), caf::infinite, wait_atom_v);
+  response_guard guard{
+    self.ptr(), caf::actor_cast<caf::strong_actor_ptr>(process->handle()),
+    wait.id()};
   if (on_start)
     on_start(*process);
-  return receive_stream<exec_result>(self, chunk_handler(on_chunk));
+  return receive_stream<exec_result>(self, wait.id(), chunk_handler(on_chunk));
 }
 
 result<blocking_process> blocking_session::spawn(const std::string& command,
