@@ -2,52 +2,26 @@
 
 // The full interfaces of the node's actors (private): the public ones of
 // sandbox/actors/protocol.hpp plus the events that the reactor, the file
-// pool and the actors themselves send, and the local-only `process_start`.
+// pool and the actors themselves send.
 
-#include <memory>
 #include <string>
 #include <vector>
 
-#include <caf/allowed_unsafe_message_type.hpp>
-
 #include "sandbox/actors/protocol.hpp"
-
-namespace sandbox::actors {
-
-struct process_params;
-
-/// The next execution of a session's process actor: the launched child and
-/// how to run it (process.hpp). Local only: it is never serialized.
-struct process_start {
-  std::shared_ptr<process_params> params;
-};
-
-} // namespace sandbox::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandbox::actors::process_start)
 
 namespace sandbox::actors {
 
 /// The full interface of the process actor: the public one plus the events
 /// of its child, sent from the reactor, and the orders of its session.
 using process_actor_impl = process_actor::extend<
-  // Runs the next execution of the session (an execution's actor serves
-  // one after another); answers with its result.
-  caf::replies_to<start_atom, process_start>::with<exec_result>,
-  // A read of a streamed (or spawned) execution: stream, bytes.
-  caf::reacts_to<output_atom, int32_t, std::string>,
-  // The child exited (its status, or the error that it could not be
-  // collected: waitpid failed) and both streams ended. For an execution
-  // nobody streams, the output the reactor kept is in the result's data
-  // fields; else they are empty (every read was an `output`).
-  caf::reacts_to<exited_atom, int32_t, caf::error, exec_result>,
-  caf::reacts_to<written_atom, uint64_t, int32_t>,
-  // The timeout of the execution with this number ran out.
+  // The events of its execution (see `execution_events`).
+  caf::reacts_to<output_atom, uint64_t, int32_t, std::string>,
+  caf::reacts_to<exited_atom, uint64_t, int32_t, caf::error, exec_result>,
   caf::reacts_to<timeout_atom, uint64_t>,
+  caf::reacts_to<ended_atom, uint64_t, stop_receipt>,
+  caf::reacts_to<written_atom, uint64_t, int32_t>,
   // Ends the child and its descendants with the given exit reason.
   caf::reacts_to<end_atom, exit_reason>,
-  // The staged termination finished.
-  caf::reacts_to<ended_atom, stop_receipt>,
   // Violations of the child's processes, seen while it runs.
   caf::reacts_to<violations_atom, std::vector<violation>>>;
 
@@ -65,6 +39,18 @@ using filesystem_actor_impl = filesystem_actor::extend<
 /// completion of its staged stop, sent from the reactor, and the news from
 /// one of its process actors (the sender) that its child has finished.
 using session_actor_impl = session_actor::extend<
+  // The events of an execution, each with its number: a read of its
+  // stream (when streamed), its end (the child's status, or the error that
+  // it could not be collected: waitpid failed, once both streams ended;
+  // for an execution nobody streams, with the output the reactor kept in
+  // the result's data fields), its timeout, the end of its sweep after a
+  // timeout or cancel (process/execution.hpp).
+  caf::reacts_to<output_atom, uint64_t, int32_t, std::string>,
+  caf::reacts_to<exited_atom, uint64_t, int32_t, caf::error, exec_result>,
+  caf::reacts_to<timeout_atom, uint64_t>,
+  caf::reacts_to<ended_atom, uint64_t, stop_receipt>,
+  // The session's sweep finished; one of its spawned processes has its
+  // result.
   caf::reacts_to<ended_atom, stop_receipt>, caf::reacts_to<exited_atom>,
   // Its long-lived process `N` (p-N) has exited.
   caf::reacts_to<exited_atom, uint64_t>,

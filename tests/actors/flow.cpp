@@ -19,7 +19,6 @@
 
 #include "fixture.hpp"
 #include "helpers/temp_dir.hpp"
-#include "process/process.hpp"
 #include "runtime.hpp"
 #include "sandbox/actors/protocol.hpp"
 #include "sandbox/actors/registration.hpp"
@@ -43,15 +42,10 @@ runtime_config driven_runtime() {
 std::string kind_of(const caf::type_erased_tuple& m) {
   if (m.match_elements<execute_atom, std::string, exec_options, chunk_sink>())
     return "execute";
-  if (m.match_elements<start_atom, process_start>())
-    return "start";
-  if (m.match_elements<wait_atom>())
-    return "wait";
-  if (m.match_elements<exited_atom, int32_t, caf::error, exec_result>())
+  if (m.match_elements<exited_atom, uint64_t, int32_t, caf::error,
+                       exec_result>())
     return "finished";
-  if (m.match_elements<exited_atom>())
-    return "exited";
-  if (m.match_elements<output_atom, int32_t, std::string>())
+  if (m.match_elements<output_atom, uint64_t, int32_t, std::string>())
     return "output";
   if (m.match_elements<chunk_atom, output_chunk>())
     return "chunk";
@@ -61,8 +55,8 @@ std::string kind_of(const caf::type_erased_tuple& m) {
     return "result";
   if (m.match_elements<caf::down_msg>())
     return "down";
-  if (m.match_elements<end_atom, exit_reason>())
-    return "end";
+  if (m.match_elements<ended_atom, uint64_t, stop_receipt>())
+    return "swept";
   if (m.match_elements<ended_atom, stop_receipt>())
     return "ended";
   if (m.match_elements<cancel_atom, std::string>())
@@ -73,6 +67,8 @@ std::string kind_of(const caf::type_erased_tuple& m) {
     return "timeout";
   if (m.match_elements<violations_atom, std::vector<violation>>())
     return "violations";
+  if (m.match_elements<violations_atom>())
+    return "list violations";
   return to_string(m);
 }
 
@@ -118,13 +114,13 @@ struct flow_fixture : test_coordinator_fixture<system_config> {
     return a->peek_at_next_mailbox_element() != nullptr;
   }
 
-  /// The next message an actor handles, recorded, then handled. A process
-  /// actor is named when it handles its first message.
+  /// The next message an actor handles, recorded, then handled. An actor
+  /// nobody named is "other".
   void step() {
     auto& next = sched.next_job<caf::scheduled_actor>();
     auto* a = static_cast<caf::abstract_actor*>(&next);
     if (names.count(a) == 0)
-      names[a] = "process";
+      names[a] = "other";
     auto* m = next.peek_at_next_mailbox_element();
     seen.push_back(names[a] + " <- "
                    + (m != nullptr ? kind_of(m->content()) : "(start)"));
@@ -173,22 +169,12 @@ struct flow_fixture : test_coordinator_fixture<system_config> {
     return x;
   }
 
-  /// Sends `execute` for `cmd` and runs it to its `start`: the process
-  /// actor that got it and the execution's number.
-  std::pair<caf::actor, uint64_t> begin_execution(std::string cmd,
-                                                  exec_options opts = {}) {
+  /// Sends `execute` for `cmd` and lets the session launch it.
+  void begin_execution(std::string cmd, exec_options opts = {}) {
     self->send(session, execute_atom_v, std::move(cmd), std::move(opts),
                chunk_sink{});
     expect((execute_atom, std::string, exec_options, chunk_sink),
            from(self).to(session));
-    auto& next = sched.next_job<caf::scheduled_actor>();
-    auto process = caf::actor_cast<caf::actor>(&next);
-    auto* m = next.peek_at_next_mailbox_element();
-    CAF_REQUIRE(m != nullptr
-                && m->content().match_elements<start_atom, process_start>());
-    auto exec = m->content().get_as<process_start>(1).params->exec;
-    expect((start_atom, process_start), from(self).to(process));
-    return {process, exec};
   }
 
   /// Runs the reactor and the actors until the result of the execution in
@@ -198,6 +184,15 @@ struct flow_fixture : test_coordinator_fixture<system_config> {
     auto r = reply<exec_result>();
     settle();
     return r;
+  }
+
+  /// The number of the execution whose output is `out` (its first line is
+  /// `$SANDBOX_EXEC`: `<session>/<number>/`).
+  static uint64_t number_in(const std::string& out) {
+    auto line = out.substr(0, out.find('\n'));
+    auto end = line.rfind('/');
+    auto begin = line.rfind('/', end - 1);
+    return std::stoull(line.substr(begin + 1, end - begin - 1));
   }
 
   /// The test stopped the session itself.
@@ -213,31 +208,26 @@ std::vector<std::string> sorted(std::vector<std::string> xs) {
 
 CAF_TEST_FIXTURE_SCOPE(flow_tests, flow_fixture)
 
-CAF_TEST(an execution nobody streams takes four messages and its reply) {
-  self->send(session, execute_atom_v, std::string{"echo out; echo err >&2"},
-             exec_options{}, chunk_sink{});
-  expect((execute_atom, std::string, exec_options, chunk_sink),
-         from(self).to(session));
-  // The session launched the child and delegated the request to its new
-  // actor as `start`.
-  auto& next = sched.next_job<caf::scheduled_actor>();
-  auto process = caf::actor_cast<caf::actor>(&next);
-  CAF_REQUIRE(process != caf::actor_cast<caf::actor>(session));
-  expect((start_atom, process_start), from(self).to(process));
-  // The reactor reports once: status and output (nobody streams).
-  drive_until(
-    [&] { return has_mail(caf::actor_cast<caf::abstract_actor*>(process)); });
-  expect((exited_atom, int32_t, caf::error, exec_result), to(process));
-  expect((exited_atom), from(process).to(session));
+CAF_TEST(an execution nobody streams takes two messages and its reply) {
+  auto before = sys.latest_actor_id();
+  begin_execution("echo out; echo err >&2");
+  // The session launched the child and runs the execution itself: the
+  // reactor reports once, status and output (nobody streams), and the
+  // session answers.
+  auto* s = caf::actor_cast<caf::abstract_actor*>(session);
+  drive_until([&] { return has_mail(s); });
+  expect((exited_atom, uint64_t, int32_t, caf::error, exec_result),
+         to(session));
   auto r = reply<exec_result>();
   CAF_CHECK_EQUAL(r.exit_code, 0);
   CAF_CHECK_EQUAL(r.stdout_data, "out\n");
   CAF_CHECK_EQUAL(r.stderr_data, "err\n");
-  // Nothing else: no message per output chunk, none after the result (the
-  // session stopped monitoring the actor at its `exited`: no `down`).
+  // Nothing else: no message per output chunk, none after the result, and
+  // no actor was made for it.
   settle();
   CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
   CAF_CHECK(!has_mail(self.ptr()));
+  CAF_CHECK_EQUAL(sys.latest_actor_id(), before);
 }
 
 CAF_TEST(a streamed execution sends a chunk per read and one report) {
@@ -250,6 +240,7 @@ CAF_TEST(a streamed execution sends a chunk per read and one report) {
   });
   name(sink, "sink");
   run();
+  auto before = sys.latest_actor_id();
   self->send(session, execute_atom_v, std::string{"echo out"}, exec_options{},
              sink);
   drive_until([&] { return has_mail(self.ptr()); });
@@ -262,38 +253,29 @@ CAF_TEST(a streamed execution sends a chunk per read and one report) {
   // The reactor: one read, then one report (the exit, after both streams
   // ended); the sink acknowledges the chunk (its credit for the next read).
   CAF_CHECK_EQUAL(sorted(seen),
-                  sorted({"session <- execute", "process <- start",
-                          "process <- output", "sink <- chunk",
-                          "process <- ack", "process <- finished",
-                          "session <- exited"}));
+                  sorted({"session <- execute", "session <- output",
+                          "sink <- chunk", "session <- ack",
+                          "session <- finished"}));
+  CAF_CHECK_EQUAL(sys.latest_actor_id(), before);
 }
 
 CAF_TEST(a cancel ends the execution with its sweep) {
   exec_options opts;
   opts.cancel_key = "k";
-  self->send(session, execute_atom_v, std::string{"exec sleep 30"}, opts,
-             chunk_sink{});
-  drive_until([&] { return seen.size() >= 2; }); // execute, then start
+  begin_execution("exec sleep 30", opts);
   self->send(session, cancel_atom_v, std::string{"k"});
   drive_until([&] { return has_mail(self.ptr()); });
   CAF_CHECK_EQUAL(reply<bool>(), true);
-  drive_until([&] { return has_mail(self.ptr()); });
-  auto r = reply<exec_result>();
-  settle();
+  auto r = finish_execution();
   CAF_CHECK(r.reason == exit_reason::cancelled);
   CAF_CHECK_EQUAL(r.exit_code, 130);
   // The sweep's receipt and the reactor's one report, in either order.
-  CAF_CHECK_EQUAL(sorted(seen),
-                  sorted({"session <- execute", "process <- start",
-                          "session <- cancel", "process <- end",
-                          "process <- ended", "process <- finished",
-                          "session <- exited"}));
+  CAF_CHECK_EQUAL(sorted(seen), sorted({"session <- cancel", "session <- swept",
+                                        "session <- finished"}));
 }
 
 CAF_TEST(a stop ends a running execution and answers with its receipt) {
-  self->send(session, execute_atom_v, std::string{"exec sleep 30"},
-             exec_options{}, chunk_sink{});
-  drive_until([&] { return seen.size() >= 2; });
+  begin_execution("exec sleep 30");
   stopped = true;
   self->send(session, stop_atom_v);
   // The execution's result first: the receipt waits for it.
@@ -304,50 +286,26 @@ CAF_TEST(a stop ends a running execution and answers with its receipt) {
   auto receipt = reply<stop_receipt>();
   settle();
   CAF_CHECK_EQUAL(receipt.survivors, 0u);
-  // The session tells the process actor, asks for its result and sweeps;
-  // the process actor answers both requesters once the reactor reported.
-  CAF_CHECK_EQUAL(
-    sorted(seen),
-    sorted({"session <- execute", "process <- start", "session <- stop",
-            "process <- end", "process <- wait", "session <- ended",
-            "process <- finished", "session <- exited", "session <- result"}));
-}
-
-CAF_TEST(the next execution of a session goes to the actor of its last one) {
-  auto first = begin_execution("echo one");
-  auto* process = caf::actor_cast<caf::abstract_actor*>(first.first);
-  // The report, `exited`, the reply with `out`, and nothing else.
-  auto finish = [&](const std::string& out) {
-    drive_until([&] { return has_mail(process); });
-    expect((exited_atom, int32_t, caf::error, exec_result), to(first.first));
-    expect((exited_atom), from(first.first).to(session));
-    CAF_CHECK_EQUAL(reply<exec_result>().stdout_data, out);
-    settle();
-    CAF_CHECK_EQUAL(seen, std::vector<std::string>{});
-  };
-  finish("one\n");
-  // No actor is made for the second: the same one gets its `start`, and
-  // the same four messages carry it.
-  auto second = begin_execution("echo two");
-  CAF_CHECK(second.first == first.first);
-  CAF_CHECK_EQUAL(second.second, first.second + 1);
-  finish("two\n");
+  // The session marks the execution and sweeps; the result goes out once
+  // the reactor reported, the receipt once the sweep did too.
+  CAF_CHECK_EQUAL(sorted(seen), sorted({"session <- stop", "session <- ended",
+                                        "session <- finished"}));
 }
 
 CAF_TEST(a late timeout of an earlier execution ends nothing) {
   exec_options timed;
   timed.timeout = std::chrono::hours(1);
-  auto first = begin_execution("true", timed);
-  CAF_CHECK(finish_execution().reason == exit_reason::exited);
+  begin_execution("echo $SANDBOX_EXEC", timed);
+  auto first = finish_execution();
+  CAF_CHECK(first.reason == exit_reason::exited);
   exec_options keyed;
   keyed.cancel_key = "k";
-  auto second = begin_execution("exec sleep 30", keyed);
-  CAF_REQUIRE(second.first == first.first);
+  begin_execution("exec sleep 30", keyed);
   // The first execution's timer, had it fired after its result.
-  self->send(caf::actor_cast<process_actor_impl>(first.first), timeout_atom_v,
-             first.second);
+  self->send(caf::actor_cast<session_actor_impl>(session), timeout_atom_v,
+             number_in(first.stdout_data));
   settle();
-  CAF_CHECK_EQUAL(seen.back(), "process <- timeout");
+  CAF_CHECK_EQUAL(seen.back(), "session <- timeout");
   CAF_CHECK(!has_mail(self.ptr()));
   self->send(session, cancel_atom_v, std::string{"k"});
   drive_until([&] { return has_mail(self.ptr()); });
@@ -356,30 +314,36 @@ CAF_TEST(a late timeout of an earlier execution ends nothing) {
   CAF_CHECK(r.reason == exit_reason::cancelled);
 }
 
-CAF_TEST(violations of an ended execution go to the session and of a next one
-           wait for it) {
-  auto first = begin_execution("true");
-  finish_execution();
-  // Between the two: a late report of the first, an early one of the next
-  // (its group was registered before its `start` came).
+CAF_TEST(violations of a running execution go to its result and of an ended one
+           to the session) {
+  begin_execution("echo $SANDBOX_EXEC");
+  auto first = number_in(finish_execution().stdout_data);
+  exec_options keyed;
+  keyed.cancel_key = "k";
+  begin_execution("exec sleep 30", keyed);
+  // The next execution's number: nothing else took one meanwhile.
+  auto second = first + 1;
   std::vector<violation> reports{
-    violation{violation_kind::read_denied, first.second, "/late"},
-    violation{violation_kind::read_denied, first.second + 1, "/early"}};
-  self->send(caf::actor_cast<process_actor_impl>(first.first),
-             violations_atom_v, reports);
+    violation{violation_kind::read_denied, first, "/late"},
+    violation{violation_kind::read_denied, second, "/running"}};
+  self->send(caf::actor_cast<session_actor_impl>(session), violations_atom_v,
+             reports);
   settle();
-  auto second = begin_execution("true");
-  CAF_REQUIRE_EQUAL(second.second, first.second + 1);
+  self->send(session, cancel_atom_v, std::string{"k"});
+  drive_until([&] { return has_mail(self.ptr()); });
+  CAF_CHECK_EQUAL(reply<bool>(), true);
   auto r = finish_execution();
   CAF_REQUIRE_EQUAL(r.violations.size(), 1u);
-  CAF_CHECK_EQUAL(r.violations[0].detail, "/early");
+  CAF_CHECK_EQUAL(r.violations[0].detail, "/running");
+  // The session keeps both: the late one at once, the other with the
+  // result.
   self->send(session, violations_atom_v);
   settle();
   auto kept = reply<std::vector<violation>>();
   std::vector<std::string> details;
   for (auto& v : kept)
     details.push_back(v.detail);
-  CAF_CHECK_EQUAL(sorted(details), sorted({"/early", "/late"}));
+  CAF_CHECK_EQUAL(sorted(details), sorted({"/late", "/running"}));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
@@ -413,7 +377,7 @@ CAF_TEST(a streamed execution through the facade makes no actor) {
     CAF_CHECK_EQUAL(seen, r->stdout_data);
     return r->stdout_data;
   };
-  // The session's first execution makes its process actor (reused after).
+  // The first call makes the blocking actor the node keeps for the facade.
   CAF_CHECK_EQUAL(stream("echo one"), "one\n");
   auto before = latest();
   for (int i = 0; i < 3; ++i)

@@ -16,7 +16,7 @@
 
 namespace sandbox::actors {
 
-/// What a process actor starts and how it reports.
+/// What an execution runs and how it reports (process/execution.hpp).
 struct process_params {
   runtime_ptr rt;
   /// The launched child, not yet activated; the actor owns it from now on.
@@ -29,20 +29,14 @@ struct process_params {
   uint64_t output_cap = default_output_cap;
   /// Environment prefix that marks this child's descendants.
   std::string marker_prefix;
-  /// A spawned process outlives its result while handles to it exist (they
-  /// may still be asked to `wait`); its actor has no other child. An
-  /// execution's actor serves the session's next execution once the result
-  /// is delivered.
+  /// A spawned process (its own actor's one child, which outlives the
+  /// result while handles to it exist: they may still be asked to `wait`);
+  /// else an execution of its session, which the session runs itself.
   bool spawned = false;
-  /// The caller is on another node: the reply carries this actor's handle
-  /// over the network, after which CAF's registry keeps the actor until it
-  /// ends. It quits after the result instead of serving the session's next
-  /// execution.
-  bool last = false;
   /// Written to the child's stdin, which is then closed (execute_code).
   std::optional<std::string> initial_stdin;
-  /// The session, told `exited` when the result exists. Weak: the session
-  /// holds its children, not the other way round.
+  /// The session, told `exited` when a spawned process's result exists.
+  /// Weak: the session holds its children, not the other way round.
   caf::actor_addr session;
   /// The session's id and the execution's number, for log lines.
   std::string session_id;
@@ -51,24 +45,18 @@ struct process_params {
   /// child started: the result names a limit hit meanwhile. Null: none.
   std::shared_ptr<const session_limits> limits;
   session_limits::counters limits_before;
-  /// Violations reported for the child before its actor had it (a read
+  /// Violations reported for the child before its owner had it (a read
   /// of a denied path right after the launch); the result carries them.
   std::vector<violation> early_violations;
 };
 
 struct process_state;
 
-/// Behavior of a process actor: activates its child and streams its output.
-/// With `params` it runs that child (a spawned process, its actor's only
-/// one); without, it runs one execution after another, each given by a
-/// `start` request (answered with the result).
+/// Behavior of a spawned process's actor: activates its child (`params`)
+/// and streams its output.
 process_actor_impl::behavior_type
 process_behavior(process_actor_impl::stateful_pointer<process_state> self,
-                 std::optional<process_params> params);
-
-/// Spawns a process actor for a session's executions, one at a time: it
-/// starts with its first message, the session's `start`.
-process_actor_impl spawn_process(caf::actor_system& sys);
+                 process_params params);
 
 /// Spawns the actor of a spawned process (`params.spawned`), its only child.
 process_actor_impl spawn_process(caf::actor_system& sys, process_params params);

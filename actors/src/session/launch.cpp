@@ -135,16 +135,17 @@ const std::string& code_runner() {
 result<void> check_cancel_key(const session_state& st, const std::string& key) {
   if (key.empty())
     return {};
-  for (auto& [addr, c] : st.children)
-    if (c.cancel_key == key)
-      return error{errc::invalid_argument,
-                   fmt::format("cancel_key {} is already used by a running "
-                               "execution of this session",
-                               quote_for_message(key))};
+  auto holds = [&](auto& x) { return x.second.cancel_key == key; };
+  if (std::any_of(st.children.begin(), st.children.end(), holds)
+      || std::any_of(st.executions.begin(), st.executions.end(), holds))
+    return error{errc::invalid_argument,
+                 fmt::format("cancel_key {} is already used by a running "
+                             "execution of this session",
+                             quote_for_message(key))};
   return {};
 }
 
-/// Forgets the child `i` (its process actor has its result or is gone).
+/// Forgets the spawned process `i` (its actor has its result or is gone).
 void forget_child(session_state& st,
                   std::map<caf::actor_addr, session_child>::iterator i) {
   if (st.contained)
@@ -197,6 +198,7 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     spec->cgroup.empty() || !st.p.rt->cgroups_watched());
   if (!child)
     return child.error();
+  using execution_detail::take_params;
   process_params params;
   params.rt = st.p.rt;
   params.child = *child;
@@ -208,8 +210,6 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
                                      exec_id);
   params.initial_stdin = std::move(initial_stdin);
   params.spawned = keep_stdin;
-  auto& caller = self->current_sender();
-  params.last = caller && caller->node() != self->node();
   params.session = self->address();
   params.session_id = st.p.id;
   params.exec = exec_id;
@@ -223,41 +223,40 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
                        pid, kind);
   auto listener = (*child)->take_watch_listener();
   launched out;
-  // Registered with the containment before the actor starts: the
+  out.pid = pid;
+  out.exec = exec_id;
+  // An execution is the session's own; a spawned process gets an actor.
+  // Either is registered with the containment before it starts: the
   // violations its child caused so far go with its parameters.
-  auto attach = [&](auto make) {
-    if (!window)
-      return make();
-    process_actor_impl handle;
+  auto make = [&](std::vector<violation> early) {
+    params.early_violations = std::move(early);
+    if (keep_stdin) {
+      out.handle = spawn_process(self->system(), std::move(params));
+      return violations_to(out.handle, *st.p.rt);
+    }
+    auto& x = st.executions[exec_id];
+    take_params(x, std::move(params));
+    x.pid = pid;
+    x.cancel_key = opts.cancel_key;
+    return violations_to_session(st);
+  };
+  containment::execution_receiver receiver;
+  if (window)
     window->attach(pid, exec_id, spec->cgroup,
                    [&](std::vector<violation> early) {
-                     params.early_violations = std::move(early);
-                     handle = make();
-                     return violations_to(handle, *st.p.rt);
+                     receiver = make(std::move(early));
+                     return receiver;
                    });
-    return handle;
-  };
-  process_actor_impl handle;
-  if (keep_stdin) {
-    handle = attach(
-      [&] { return spawn_process(self->system(), std::move(params)); });
-  } else {
-    // The session's idle execution actor takes it, else a new one.
-    handle = attach([&] {
-      if (st.idle)
-        return std::exchange(st.idle, nullptr);
-      return spawn_process(self->system());
-    });
-    out.start.params = std::make_shared<process_params>(std::move(params));
-  }
+  else
+    receiver = make({});
   window.reset();
-  self->monitor(handle);
   if (listener && st.contained)
-    st.contained->watch(std::move(listener), exec_id,
-                        violations_to(handle, *st.p.rt));
-  out.child = session_child{handle, pid, opts.cancel_key, keep_stdin,
-                            !keep_stdin && !out.start.params->last};
-  st.children.emplace(handle.address(), out.child);
+    st.contained->watch(std::move(listener), exec_id, std::move(receiver));
+  if (keep_stdin) {
+    self->monitor(out.handle);
+    st.children.emplace(out.handle.address(),
+                        session_child{out.handle, pid, opts.cancel_key});
+  }
   st.groups.push_back(pid);
   return out;
 }

@@ -373,8 +373,8 @@ caf::result<process_info> start_process(self_ptr self, std::string& cmd,
     return to_caf(s.error());
   }
   ++st.next_process;
-  process_actor child = s->child.handle;
-  auto pid = static_cast<int32_t>(s->child.pid);
+  process_actor child = s->handle;
+  auto pid = static_cast<int32_t>(s->pid);
   auto stdin_open = opts.open_stdin || opts.tty;
   self->send(handle, start_atom_v, child, pid, stdin_open);
   st.processes.emplace(number, session_process{handle, retain});

@@ -57,7 +57,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                      id, std::nullopt);
       if (!s)
         return to_caf(s.error());
-      return self->delegate(s->child.handle, start_atom_v, std::move(s->start));
+      return run_execution(self, s->exec);
     },
     [self](code_atom, std::string& code, std::string& language,
            exec_options& opts, chunk_sink& sink) -> caf::result<exec_result> {
@@ -74,7 +74,7 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                      std::move(code));
       if (!s)
         return to_caf(s.error());
-      return self->delegate(s->child.handle, start_atom_v, std::move(s->start));
+      return run_execution(self, s->exec);
     },
     [self](spawn_atom, std::string& cmd, exec_options& opts,
            chunk_sink& sink) -> caf::result<process_actor, int32_t> {
@@ -87,8 +87,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
                      id, std::nullopt, true);
       if (!s)
         return to_caf(s.error());
-      process_actor handle = s->child.handle;
-      return {handle, static_cast<int32_t>(s->child.pid)};
+      process_actor handle = s->handle;
+      return {handle, static_cast<int32_t>(s->pid)};
     },
     [self](proc_start_atom, std::string& cmd,
            process_options& opts) -> caf::result<process_info> {
@@ -166,6 +166,11 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       if (key.empty())
         return false;
       // At most one running child holds a key (check_cancel_key).
+      for (auto& [n, x] : st.executions)
+        if (x.cancel_key == key) {
+          end_execution(self, n, exit_reason::cancelled);
+          return true;
+        }
       for (auto& [addr, c] : st.children)
         if (c.cancel_key == key) {
           self->send(c.handle, end_atom_v, exit_reason::cancelled);
@@ -190,7 +195,8 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       info.working_directory = st.p.working_directory;
       info.home_directory = st.p.home_directory;
       info.port = st.p.lease ? st.p.lease->port() : 0;
-      info.children = static_cast<uint32_t>(st.children.size());
+      info.children
+        = static_cast<uint32_t>(st.children.size() + st.executions.size());
       info.stopped = st.stopped;
       info.containment = st.p.rt->containment();
       info.isolation = st.p.isolation;
@@ -217,15 +223,21 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       return {v.begin(), v.end()};
     },
     [self](violations_atom, std::vector<violation>& seen) {
-      auto& v = self->state.violations;
-      for (auto& x : seen) {
-        log::logger()->info("{} violation: {} {}",
-                            log::tag{self->state.p.id, x.execution},
-                            to_string(x.kind), x.detail);
-        v.push_back(std::move(x));
-        if (v.size() > max_session_violations)
-          v.erase(v.begin());
-      }
+      sort_violations(self, std::move(seen));
+    },
+    [self](output_atom, uint64_t exec, int32_t stream, std::string& data) {
+      execution_output(self, exec, static_cast<stream_kind>(stream),
+                       std::move(data));
+    },
+    [self](exited_atom, uint64_t exec, int32_t status, caf::error& err,
+           exec_result& kept) {
+      execution_exited(self, exec, status, std::move(err), std::move(kept));
+    },
+    [self](timeout_atom, uint64_t exec) {
+      end_execution(self, exec, exit_reason::timeout);
+    },
+    [self](ended_atom, uint64_t exec, const stop_receipt&) {
+      execution_swept(self, exec);
     },
     [self](ended_atom, const stop_receipt& receipt) {
       // The sweep's receipt, or the same handed back by the removal of the
@@ -236,21 +248,16 @@ session_actor_impl::behavior_type session_behavior(self_ptr self,
       maybe_complete_stop(self);
     },
     [self](exited_atom) {
-      // A process actor has its result: its child no longer runs, and the
-      // session lets go of it (a stop in progress awaits its result by a
-      // request of its own).
+      // A spawned process's actor has its result: its child no longer
+      // runs, and the session lets go of it (a stop in progress awaits its
+      // result by a request of its own).
       auto& st = self->state;
       auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
       auto i = st.children.find(sender);
       if (i == st.children.end())
         return;
-      if (i->second.spawned && !st.stopped)
+      if (!st.stopped)
         st.finished.insert(sender);
-      // An execution's actor serves the next execution; a second one (two
-      // ran at once) goes away with its handle, one whose caller was remote
-      // quits by itself.
-      if (i->second.reusable && !st.stopped && !st.idle)
-        st.idle = i->second.handle;
       forget_child(st, i);
     },
   };

@@ -33,6 +33,7 @@
 #include "caf_error.hpp"
 #include "filesystem/filesystem.hpp"
 #include "handed_out.hpp"
+#include "process/execution.hpp"
 #include "process/process.hpp"
 #include "sandbox/cgroup/cgroup.hpp"
 #include "sandbox/contain/containment.hpp"
@@ -75,23 +76,30 @@ struct session_process {
   bool end_read = false;
 };
 
-/// One running child of a session, as the session tracks it (until its
-/// process actor reports the result).
+/// A running spawned process of a session, as the session tracks it (until
+/// its actor reports the result).
 struct session_child {
   process_actor_impl handle;
   pid_t pid = 0;
   std::string cancel_key;
-  /// Started by `spawn`: its actor may outlive the result (see `finished`).
-  bool spawned = false;
-  /// Its actor serves the next execution (see `process_params::last`).
-  bool reusable = false;
 };
 
-/// A launched child and, unless spawned, the execution its process actor
-/// is to start (the session delegates the caller's request with it).
+/// A running execution of a session, which the session runs itself
+/// (process/execution.hpp): its caller's promise of the result.
+struct session_execution : process_execution {
+  caf::typed_response_promise<exec_result> promise;
+  pid_t pid = 0;
+  std::string cancel_key;
+  /// A stop awaits its result (`session_state::awaiting`).
+  bool awaited = false;
+};
+
+/// What `start` launched: an execution of the session (by its number), or
+/// a spawned process's actor.
 struct launched {
-  session_child child;
-  process_start start;
+  pid_t pid = 0;
+  uint64_t exec = 0;
+  process_actor_impl handle;
 };
 
 /// State of one session actor; owned by the actor alone.
@@ -107,13 +115,13 @@ struct session_state {
   /// The session's layers of every child's environment, flattened at its
   /// first launch (`session_env_block`).
   std::shared_ptr<const std::vector<std::string>> env_block;
-  /// Process actors whose child runs (no result yet), by address. Besides
-  /// them only `idle` is held: a finished spawned process's actor goes away
-  /// once its last handle is gone.
+  /// Its running executions by number: the session runs them itself, no
+  /// actor is made per execution.
+  std::map<uint64_t, session_execution> executions;
+  /// Spawned processes' actors whose child runs (no result yet), by
+  /// address. A finished spawned process's actor goes away once its last
+  /// handle is gone.
   std::map<caf::actor_addr, session_child> children;
-  /// An execution's actor whose result went out, kept for the next
-  /// execution: no actor is made and ended per execution.
-  process_actor_impl idle;
   /// Spawned processes that finished and still live (handles elsewhere);
   /// weak, forgotten at their down message. Told about the stop, so that
   /// those whose handles went out over the network quit.
@@ -160,6 +168,12 @@ struct session_state {
   /// A session that goes away without a stop (its last handle dropped, its
   /// owner crashed) still ends every process of its own.
   ~session_state() {
+    // Whoever waits for the result of an execution gets an answer.
+    for (auto& [n, x] : executions)
+      if (x.promise.pending())
+        x.promise.deliver(caf::make_error(
+          errc::session_stopped,
+          fmt::format("session {} went away during execution {}", p.id, n)));
     // Its processes' handles go with it (a session that ends normally does
     // not take its linked actors along).
     for (auto& [n, proc] : processes) {
@@ -174,6 +188,8 @@ struct session_state {
     std::vector<pid_t> own;
     for (auto& [addr, c] : children)
       own.push_back(c.pid);
+    for (auto& [n, x] : executions)
+      own.push_back(x.pid);
     auto q = executions_query(own, groups, marker_prefix);
     q.cgroup = p.rt->session_cgroup(p.id);
     async_terminate(p.rt->reactor(), p.rt->reaper(), std::move(q),
@@ -197,16 +213,44 @@ result<launch_spec> prepare(session_state& st, const std::string& cmd,
 /// The code runner (§7) with the language as its $0.
 const std::string& code_runner();
 
-/// Launches `spec` as execution `exec_id` of the session: its child, its
-/// process actor and the request that starts it.
+/// Launches `spec` as execution `exec_id` of the session: its child, and
+/// either the execution the session runs (`run_execution` starts it) or,
+/// with `keep_stdin`, a spawned process's actor.
 result<launched>
 start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
       chunk_sink sink, uint64_t exec_id,
       std::optional<std::string> initial_stdin, bool keep_stdin = false);
 
-/// Forgets the child `i` (its process actor has its result or is gone).
+/// Forgets the spawned process `i` (its actor has its result or is gone).
 void forget_child(session_state& st,
                   std::map<caf::actor_addr, session_child>::iterator i);
+
+// -- executions.cpp -----------------------------------------------------------
+
+/// Starts execution `exec` (`start` launched it): activates its child and
+/// its timeout; its result goes to the caller of the current request.
+caf::result<exec_result> run_execution(self_ptr self, uint64_t exec);
+
+/// A read of execution `exec`'s stream.
+void execution_output(self_ptr self, uint64_t exec, stream_kind s,
+                      std::string data);
+
+/// Execution `exec`'s child ended (see `execution_detail::on_exited`).
+void execution_exited(self_ptr self, uint64_t exec, int32_t status,
+                      caf::error err, exec_result kept);
+
+/// Ends execution `exec` with `why` (timeout, cancel, stop).
+void end_execution(self_ptr self, uint64_t exec, exit_reason why);
+
+/// The sweep after execution `exec`'s timeout or cancel is done.
+void execution_swept(self_ptr self, uint64_t exec);
+
+/// Violations: each to the result of its running execution, else to the
+/// session's list.
+void sort_violations(self_ptr self, std::vector<violation> v);
+
+/// Where the violations of a running execution go (the session).
+containment::execution_receiver violations_to_session(session_state& st);
 
 /// Makes the session's default home on first use.
 result<void> ensure_home(session_state& st);
@@ -235,8 +279,8 @@ void process_exited(self_ptr self, uint64_t number);
 /// (nothing for other sessions).
 result<void> make_containment(session_state& st);
 
-/// Where the violations of the execution of process actor `handle` go
-/// while it lives.
+/// Where the violations of spawned process actor `handle` go while it
+/// lives.
 containment::execution_receiver violations_to(const process_actor_impl& handle,
                                               runtime& rt);
 

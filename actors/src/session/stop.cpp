@@ -79,7 +79,7 @@ void maybe_complete_stop(self_ptr self) {
   for (auto& w : st.stop_waiters)
     w.deliver(*st.receipt);
   st.stop_waiters.clear();
-  // Dropping the handles lets finished process actors go away.
+  // Dropping the handles lets finished spawned processes' actors go away.
   st.children.clear();
   st.groups.clear();
   for (auto& addr : st.finished)
@@ -99,7 +99,6 @@ void maybe_complete_stop(self_ptr self) {
 void begin_stop(self_ptr self) {
   auto& st = self->state;
   st.stopped = true;
-  st.idle = nullptr;
   // Its sweep removes its cgroups, those of ended executions too.
   if (st.cgroups)
     st.cgroups->close();
@@ -121,10 +120,19 @@ void begin_stop(self_ptr self) {
         });
   }
   std::vector<pid_t> own;
+  // Every execution in flight ends with `stopped` before the receipt; the
+  // sweep below ends its processes.
+  for (auto& [n, x] : st.executions) {
+    execution_detail::end_execution<session_actor_impl>(x, *st.self_target,
+                                                        exit_reason::stopped);
+    own.push_back(x.pid);
+    x.awaited = true;
+    ++st.awaiting;
+  }
   for (auto& [addr, c] : st.children) {
     self->send(c.handle, end_atom_v, exit_reason::stopped);
     own.push_back(c.pid);
-    // Every execution in flight ends with `stopped` before the receipt.
+    // Every spawned process too.
     ++st.awaiting;
     self->request(c.handle, caf::infinite, wait_atom_v)
       .then(

@@ -1,17 +1,36 @@
-#include "process/state.hpp"
+#include "process/execution.hpp"
 
-namespace sandbox::actors::process_detail {
+namespace sandbox::actors::execution_detail {
 
-/// Moves what was kept of the output into `r`.
-void put_output(exec_result& r, kept_output k) {
-  r.stdout_data = std::move(k.out);
-  r.stderr_data = std::move(k.err);
-  r.truncated = k.truncated;
-  r.dropped_bytes = k.dropped_bytes;
+void on_exited(process_execution& ex, int32_t status, caf::error err,
+               exec_result kept) {
+  // Once per child; none of an earlier execution comes this late.
+  if (!ex.child || ex.exited)
+    return;
+  if (err)
+    ex.failure = std::move(err);
+  else
+    ex.status = status;
+  if (!ex.kept[0])
+    ex.from_reactor = std::move(kept);
+  ex.exited = true;
+  // A descendant still in the child's group (`cmd &`) may outlive it: its
+  // zombie, once re-parented to the node, is ours to reap. The report came
+  // when the streams ended, after a linger maybe: a descendant that died
+  // meanwhile is a zombie the reaper's scans skipped so far. The reaper
+  // looks for it on the reactor, not on the owner's thread.
+  auto pgid = ex.child->pid();
+  if (::kill(-pgid, 0) == 0)
+    ex.p.rt->reaper()->collect_group(pgid);
+  // Its cgroup serves the session's next execution once empty; not while a
+  // timeout's or a cancel's stop may still kill what is in it (that stop
+  // removes it), nor after the session's stop (which removes it).
+  if (!ex.forced)
+    ex.child->return_cgroup();
 }
 
 /// Status → exit code and reason (§1, §5, §6).
-void evaluate(const process_state& st, exec_result& r) {
+void evaluate(const process_execution& st, exec_result& r) {
   if (WIFEXITED(st.status)) {
     r.exit_code = WEXITSTATUS(st.status);
     r.reason = exit_reason::exited;
@@ -34,7 +53,7 @@ void evaluate(const process_state& st, exec_result& r) {
 /// process limit (a fork refused). A limit "ended" the command when its
 /// exit shows it: that signal, SIGKILL after an OOM kill, or a failure
 /// after a refused fork.
-void judge_limits(const process_state& st, exec_result& r) {
+void judge_limits(const process_execution& st, exec_result& r) {
   int sig = WIFSIGNALED(st.status) ? WTERMSIG(st.status) : 0;
   auto add = [&](violation_kind k, std::string detail) {
     if (r.violations.size() < max_violations_per_result)
@@ -69,4 +88,4 @@ void judge_limits(const process_state& st, exec_result& r) {
   }
 }
 
-} // namespace sandbox::actors::process_detail
+} // namespace sandbox::actors::execution_detail
