@@ -2,11 +2,8 @@
 
 namespace sandbox::actors::execution_detail {
 
-void on_exited(process_execution& ex, int32_t status, caf::error err,
-               exec_result kept) {
-  // Once per child; none of an earlier execution comes this late.
-  if (!ex.child || ex.exited)
-    return;
+void record_exit(process_execution& ex, int32_t status, caf::error err,
+                 exec_result kept) {
   if (err)
     ex.failure = std::move(err);
   else
@@ -14,6 +11,11 @@ void on_exited(process_execution& ex, int32_t status, caf::error err,
   if (!ex.kept[0])
     ex.from_reactor = std::move(kept);
   ex.exited = true;
+}
+
+void settle_exit(process_execution& ex) {
+  if (!ex.child)
+    return;
   // A descendant still in the child's group (`cmd &`) may outlive it: its
   // zombie, once re-parented to the node, is ours to reap. The report came
   // when the streams ended, after a linger maybe: a descendant that died

@@ -334,9 +334,14 @@ void end_execution(process_execution& ex, const weak_target& owner,
 /// from the reaper's registry of owned children) and both its streams
 /// ended, or were closed after the linger: its status (or the error that
 /// it could not be collected) and, for an execution nobody streams, its
-/// output. Once per child.
-void on_exited(process_execution& ex, int32_t status, caf::error err,
-               exec_result kept);
+/// output. Once per child (`exited` tells).
+void record_exit(process_execution& ex, int32_t status, caf::error err,
+                 exec_result kept);
+
+/// What follows a child's exit, which its result need not wait for: a
+/// descendant left in its group is looked for, its cgroup goes back to
+/// the session's pool.
+void settle_exit(process_execution& ex);
 
 /// Whether the result can go out: the child exited, and a timeout's or a
 /// cancel's sweep (if any) is done.

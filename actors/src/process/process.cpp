@@ -157,9 +157,11 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     [self](exited_atom, uint64_t exec, int32_t status, caf::error& err,
            exec_result& kept) {
       auto& st = self->state;
-      if (exec != st.p.exec)
+      // Once per child; none of an earlier execution comes this late.
+      if (exec != st.p.exec || !st.child || st.exited)
         return;
-      on_exited(st, status, std::move(err), std::move(kept));
+      record_exit(st, status, std::move(err), std::move(kept));
+      settle_exit(st);
       maybe_finish(self);
     },
     [self](written_atom, uint64_t id, int32_t err) {

@@ -35,25 +35,28 @@ void keep_violations(session_state& st, std::vector<violation> v) {
 }
 
 /// Sends the result of execution `i` once it is ready, and forgets it.
+/// The result goes out first: what follows (the exit's settling, the
+/// bookkeeping) overlaps the caller's wake-up, and the caller's next
+/// request finds this handler done whatever the order.
 void maybe_finish(self_ptr self, execution_map::iterator i) {
   auto& st = self->state;
   auto& x = i->second;
   if (!execution_detail::ready(x))
     return;
   auto r = execution_detail::build_result(self, finder(self, i->first), x);
-  keep_violations(st, r.violations);
+  auto kept = r.violations;
+  if (x.failure)
+    x.promise.deliver(std::move(x.failure));
+  else
+    x.promise.deliver(std::move(r));
+  if (!x.forced)
+    execution_detail::settle_exit(x);
+  keep_violations(st, std::move(kept));
   if (st.contained)
     st.contained->forget(x.pid);
-  auto promise = std::move(x.promise);
-  auto failure = std::move(x.failure);
   bool awaited = x.awaited;
-  // A caller who has its result never finds the execution still running
-  // here (its cancel key still held). Its child and timer end with it.
+  // Its child and timer end with it.
   st.executions.erase(i);
-  if (failure)
-    promise.deliver(std::move(failure));
-  else
-    promise.deliver(std::move(r));
   if (awaited) {
     --st.awaiting;
     maybe_complete_stop(self);
@@ -96,8 +99,14 @@ void execution_exited(self_ptr self, uint64_t exec, int32_t status,
   auto i = xs.find(exec);
   if (i == xs.end())
     return;
-  execution_detail::on_exited(i->second, status, std::move(err),
-                              std::move(kept));
+  auto& x = i->second;
+  // Once per child.
+  if (x.exited)
+    return;
+  execution_detail::record_exit(x, status, std::move(err), std::move(kept));
+  // One that must wait for its sweep settles now; else after its result.
+  if (x.forced)
+    execution_detail::settle_exit(x);
   maybe_finish(self, i);
 }
 
