@@ -159,7 +159,10 @@ result<Done> receive_stream(caf::scoped_actor& self,
     if (!e)
       continue;
     auto& content = e->content();
-    if (e->mid == response_id) {
+    // By value: CAF 0.17's `message_id` comparison subtracts the ids as
+    // signed integers, which overflows for a response id (UBSan reports
+    // it).
+    if (e->mid.integer_value() == response_id.integer_value()) {
       if (content.match_elements<Done>())
         out = std::move(*static_cast<Done*>(content.get_mutable(0)));
       else if (content.match_elements<caf::error>())
