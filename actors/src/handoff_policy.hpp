@@ -18,6 +18,7 @@
 // no actor of the node waits for an answer inside a handler, and with
 // CAF's `sharing` on one worker such a handler would wait forever as well.
 
+#include <mutex>
 #include <utility>
 
 #include <caf/policy/work_sharing.hpp>
@@ -26,8 +27,8 @@
 
 namespace sandbox::actors {
 
-/// CAF's `work_sharing` (its shared queue, its enqueue, its wait for work)
-/// plus the slot: only what a worker does with its own jobs differs.
+/// CAF's `work_sharing` (its shared queue and its wait for work) plus the
+/// slot, and a wake-up after the queue's lock is released.
 class handoff_policy : public caf::policy::work_sharing {
 public:
   /// Slot jobs a worker runs in a row before it takes the queue's first.
@@ -39,6 +40,38 @@ public:
     caf::resumable* slot = nullptr;
     unsigned slot_runs = 0;
   };
+
+  /// Queues `job` and wakes a sleeping worker. As CAF's `enqueue`, except
+  /// that the worker is woken after the queue's lock is released: CAF's
+  /// notifies while it holds the lock, so the woken worker first blocked
+  /// on that lock (a futex wait and a wake more, and one more context
+  /// switch, per hand-over).
+  template <class Coordinator>
+  void enqueue(Coordinator* self, caf::resumable* job) {
+    queue_type l;
+    l.push_back(job);
+    auto& data = d(self);
+    {
+      std::unique_lock<std::mutex> guard(data.lock);
+      data.queue.splice(data.queue.end(), l);
+    }
+    data.cv.notify_one();
+  }
+
+  template <class Coordinator>
+  void central_enqueue(Coordinator* self, caf::resumable* job) {
+    enqueue(self, job);
+  }
+
+  template <class Worker>
+  void external_enqueue(Worker* self, caf::resumable* job) {
+    enqueue(self->parent(), job);
+  }
+
+  template <class Worker>
+  void resume_job_later(Worker* self, caf::resumable* job) {
+    enqueue(self->parent(), job);
+  }
 
   /// A job made ready by the job this worker runs: the worker's next one.
   /// A job already in the slot goes to the queue: the newest is the one
