@@ -7,8 +7,14 @@
 // chain of 40 links into a 1900-deep tree of its working directory (legal:
 // the kernel answers ELOOP at once). The watch judges each open off the
 // node's reactor, within bounded steps, so another session of the node
-// runs `echo` as fast as it did before the attack: every one of 100 within
-// three times the slowest of 20 run first, in the same test.
+// runs `echo` as it did before the attack: every one of 100 within three
+// times the slowest of 20 run first, in the same test, plus 50 ms. The
+// margin is for this machine's scheduling (two vCPUs shared with the
+// judge's threads and, under ctest -j2, another suite): since 2026-12-07
+// an echo takes 5-7 ms here (about 7 before), and a few of 100 took over
+// 3 x that (20 ms) while the slowest under attack kept to 0.7-2.5 x the
+// slowest before on both trees (eight runs each). A held node (what A6
+// found) holds an echo for seconds.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,7 +116,7 @@ with open("opens", "w") as f:
   for (int i = 0; i < 100; ++i) {
     auto took = timed_echo(victim, i);
     slowest = std::max(slowest, took);
-    slow += took > 3 * usual ? 1 : 0;
+    slow += took > 3 * usual + std::chrono::milliseconds{50} ? 1 : 0;
   }
   CAF_MESSAGE("under attack: at most " << ms{slowest}.count() << " ms");
   CAF_CHECK_EQUAL(slow, 0);
