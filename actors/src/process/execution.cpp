@@ -2,8 +2,10 @@
 
 namespace sandbox::actors::execution_detail {
 
-void record_exit(process_execution& ex, int32_t status, caf::error err,
+bool record_exit(process_execution& ex, int32_t status, caf::error err,
                  exec_result kept) {
+  if (!ex.child || ex.exited)
+    return false;
   if (err)
     ex.failure = std::move(err);
   else
@@ -11,6 +13,7 @@ void record_exit(process_execution& ex, int32_t status, caf::error err,
   if (!ex.kept[0])
     ex.from_reactor = std::move(kept);
   ex.exited = true;
+  return true;
 }
 
 void settle_exit(process_execution& ex) {

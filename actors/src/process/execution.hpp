@@ -94,8 +94,9 @@ struct process_execution {
   int held[2] = {0, 0};
 
   process_execution() = default;
-  process_execution(process_execution&&) = default;
-  process_execution& operator=(process_execution&&) = default;
+  // Owners keep it in place: a move would hand its child over unreleased.
+  process_execution(const process_execution&) = delete;
+  process_execution& operator=(const process_execution&) = delete;
 
   /// Whatever ends the execution's owner, or the execution, ends its child
   /// and its timer.
@@ -317,7 +318,7 @@ void end_execution(process_execution& ex, const weak_target& owner,
   auto pid = ex.child->pid();
   auto q = executions_query({pid}, {}, ex.p.marker_prefix);
   // Once exited (and not forced, or this stop would not run), the cgroup
-  // went back empty (`on_exited`): the next execution may be in it now.
+  // went back empty (`settle_exit`): the next execution may be in it now.
   if (!ex.exited)
     q.cgroup = ex.child->cgroup();
   q.log_tag = fmt::format("{}", log::tag{ex.p.session_id, ex.p.exec});
@@ -334,8 +335,9 @@ void end_execution(process_execution& ex, const weak_target& owner,
 /// from the reaper's registry of owned children) and both its streams
 /// ended, or were closed after the linger: its status (or the error that
 /// it could not be collected) and, for an execution nobody streams, its
-/// output. Once per child (`exited` tells).
-void record_exit(process_execution& ex, int32_t status, caf::error err,
+/// output. Once per child: false, and nothing recorded, for a report that
+/// comes again or after the child was let go.
+bool record_exit(process_execution& ex, int32_t status, caf::error err,
                  exec_result kept);
 
 /// What follows a child's exit, which its result need not wait for: a

@@ -157,10 +157,9 @@ process_actor_impl::behavior_type process_behavior(self_ptr self,
     [self](exited_atom, uint64_t exec, int32_t status, caf::error& err,
            exec_result& kept) {
       auto& st = self->state;
-      // Once per child; none of an earlier execution comes this late.
-      if (exec != st.p.exec || !st.child || st.exited)
+      if (exec != st.p.exec
+          || !record_exit(st, status, std::move(err), std::move(kept)))
         return;
-      record_exit(st, status, std::move(err), std::move(kept));
       settle_exit(st);
       maybe_finish(self);
     },

@@ -1,7 +1,6 @@
 // A contained session's containment (sandbox/contain/containment.hpp) as
 // the session actor holds it: made when the session starts, its violations
-// sent to the execution's process actor while it lives, else to the
-// session.
+// sent to the session, or to a spawned process's actor while it lives.
 
 #include "session/state.hpp"
 
@@ -40,14 +39,9 @@ result<void> make_containment(session_state& st) {
 
 containment::execution_receiver violations_to(const process_actor_impl& handle,
                                               runtime& rt) {
-  weak_target process{
+  return violations_to<process_actor_impl>(weak_target{
     caf::weak_actor_ptr{caf::actor_cast<caf::strong_actor_ptr>(handle).get()},
-    rt.gate()};
-  // A copy: when the process actor is gone, `v` goes to the session.
-  return [process](violation& v) {
-    return send_if_alive<process_actor_impl>(process, violations_atom_v,
-                                             std::vector<violation>{v});
-  };
+    rt.gate()});
 }
 
 result<std::shared_ptr<const fs::session_view>>

@@ -100,10 +100,9 @@ void execution_exited(self_ptr self, uint64_t exec, int32_t status,
   if (i == xs.end())
     return;
   auto& x = i->second;
-  // Once per child.
-  if (x.exited)
+  if (!execution_detail::record_exit(x, status, std::move(err),
+                                     std::move(kept)))
     return;
-  execution_detail::record_exit(x, status, std::move(err), std::move(kept));
   // One that must wait for its sweep settles now; else after its result.
   if (x.forced)
     execution_detail::settle_exit(x);
@@ -137,13 +136,6 @@ void sort_violations(self_ptr self, std::vector<violation> v) {
       rest.push_back(std::move(x));
   }
   keep_violations(st, std::move(rest));
-}
-
-containment::execution_receiver violations_to_session(session_state& st) {
-  return [session = *st.self_target](violation& v) {
-    return send_if_alive<session_actor_impl>(session, violations_atom_v,
-                                             std::vector<violation>{v});
-  };
 }
 
 } // namespace sandbox::actors::session_detail

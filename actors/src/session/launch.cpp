@@ -238,7 +238,7 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     take_params(x, std::move(params));
     x.pid = pid;
     x.cancel_key = opts.cancel_key;
-    return violations_to_session(st);
+    return violations_to<session_actor_impl>(*st.self_target);
   };
   containment::execution_receiver receiver;
   if (window)

@@ -235,7 +235,7 @@ caf::result<exec_result> run_execution(self_ptr self, uint64_t exec);
 void execution_output(self_ptr self, uint64_t exec, stream_kind s,
                       std::string data);
 
-/// Execution `exec`'s child ended (see `execution_detail::on_exited`).
+/// Execution `exec`'s child ended (see `execution_detail::record_exit`).
 void execution_exited(self_ptr self, uint64_t exec, int32_t status,
                       caf::error err, exec_result kept);
 
@@ -248,9 +248,6 @@ void execution_swept(self_ptr self, uint64_t exec);
 /// Violations: each to the result of its running execution, else to the
 /// session's list.
 void sort_violations(self_ptr self, std::vector<violation> v);
-
-/// Where the violations of a running execution go (the session).
-containment::execution_receiver violations_to_session(session_state& st);
 
 /// Makes the session's default home on first use.
 result<void> ensure_home(session_state& st);
@@ -279,8 +276,18 @@ void process_exited(self_ptr self, uint64_t number);
 /// (nothing for other sessions).
 result<void> make_containment(session_state& st);
 
-/// Where the violations of spawned process actor `handle` go while it
-/// lives.
+/// Where the violations of a running execution go while the actor behind
+/// `target` (a `Handle`: the session, or a spawned process's actor) lives.
+template <class Handle>
+containment::execution_receiver violations_to(weak_target target) {
+  // A copy: when the actor is gone, `v` goes to the session's receiver.
+  return [target = std::move(target)](violation& v) {
+    return send_if_alive<Handle>(target, violations_atom_v,
+                                 std::vector<violation>{v});
+  };
+}
+
+/// The same for spawned process actor `handle`.
 containment::execution_receiver violations_to(const process_actor_impl& handle,
                                               runtime& rt);
 
