@@ -9,8 +9,13 @@
 
 #include <caf/scoped_actor.hpp>
 
+#include <cstdlib>
+#include <filesystem>
+
+#include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/blocking_session.hpp"
 #include "sandbox/client/embedded_node.hpp"
+#include "sandbox/fs/file_io.hpp"
 
 namespace {
 
@@ -77,5 +82,68 @@ void BM_facade_exec_true(benchmark::State& state) {
     }
 }
 BENCHMARK(BM_facade_exec_true)->DenseRange(0, 1)->UseRealTime();
+
+/// A scratch directory of its own with a 1 MiB file of varied bytes.
+struct scratch_file {
+  std::filesystem::path dir;
+  std::string path;
+  std::string data = std::string(size_t{1} << 20, '\0');
+  scratch_file() {
+    char tmpl[] = "/tmp/sandbox-micro-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr)
+      throw std::runtime_error("mkdtemp failed");
+    dir = tmpl;
+    path = (dir / "file.bin").string();
+    uint32_t x = 2463534242u;
+    for (auto& c : data) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      c = static_cast<char>(x);
+    }
+    if (!sandbox::fs::write_file(path, data))
+      throw std::runtime_error("cannot write " + path);
+  }
+  ~scratch_file() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+// Reading a 1 MiB file through the facade (`blocking_files::read_file`:
+// the session's filesystem worker and the file pool), argument 1, against
+// libsandbox's `fs::read_file` on the calling thread, argument 0: the
+// difference is the actor path of one file request.
+void BM_read_1mib(benchmark::State& state) {
+  scratch_file f;
+  bench_node b;
+  auto files = sandbox::actors::files_of(b.session);
+  for (auto _ : state) {
+    auto r = state.range(0) != 0 ? files->read_file(f.path)
+                                 : sandbox::fs::read_file(f.path);
+    if (!r || r->size() != f.data.size()) {
+      state.SkipWithError("read failed");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_read_1mib)->DenseRange(0, 1)->UseRealTime();
+
+// As BM_read_1mib for the atomic write of 1 MiB (`write_file`: temp file
+// + rename over the file).
+void BM_write_1mib(benchmark::State& state) {
+  scratch_file f;
+  bench_node b;
+  auto files = sandbox::actors::files_of(b.session);
+  for (auto _ : state) {
+    auto r = state.range(0) != 0 ? files->write_file(f.path, f.data)
+                                 : sandbox::fs::write_file(f.path, f.data);
+    if (!r) {
+      state.SkipWithError("write failed");
+      break;
+    }
+  }
+}
+BENCHMARK(BM_write_1mib)->DenseRange(0, 1)->UseRealTime();
 
 } // namespace
