@@ -8,8 +8,6 @@
 #include <caf/actor_cast.hpp>
 #include <caf/fwd.hpp>
 #include <caf/local_actor.hpp>
-#include <caf/mailbox_element.hpp>
-#include <caf/message_id.hpp>
 #include <caf/send.hpp>
 #include <caf/weak_intrusive_ptr.hpp>
 
@@ -43,27 +41,6 @@ bool send_if_alive(const weak_target& target, Ts&&... xs) {
     if (auto strong = target.actor.lock()) {
       caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
                      std::forward<Ts>(xs)...);
-      sent = true;
-    }
-  });
-  return sent;
-}
-
-/// Answers the request `id` of the actor behind `requester` with the
-/// message `make()` builds, if the actor still lives and the gate is open:
-/// what a file thread does to answer a caller without a hop through the
-/// actor that took the request. Returns whether it was answered (`make`
-/// runs only then).
-template <class MakeMessage>
-bool answer_if_alive(const weak_target& requester, caf::message_id id,
-                     MakeMessage make) {
-  bool sent = false;
-  requester.gate->run([&] {
-    sandbox::detail::tsan_release_handover();
-    if (auto strong = requester.actor.lock()) {
-      strong->enqueue(caf::make_mailbox_element(nullptr, id.response_id(), {},
-                                                make()),
-                      nullptr);
       sent = true;
     }
   });

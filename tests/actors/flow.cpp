@@ -13,14 +13,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <future>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "fixture.hpp"
 #include "helpers/temp_dir.hpp"
@@ -39,9 +34,6 @@ namespace {
 runtime_config driven_runtime() {
   runtime_config cfg;
   cfg.reactor_threads = 0;
-  // One file thread: a job posted after another runs after it (see
-  // `file_fence`).
-  cfg.file_threads = 1;
   cfg.isolation = isolation_mode::none;
   return cfg;
 }
@@ -67,12 +59,6 @@ std::string kind_of(const caf::type_erased_tuple& m) {
     return "swept";
   if (m.match_elements<ended_atom, stop_receipt>())
     return "ended";
-  if (m.match_elements<ended_atom, uint64_t>())
-    return "job done";
-  if (m.match_elements<read_atom, std::string>())
-    return "read";
-  if (m.match_elements<files_atom>())
-    return "files";
   if (m.match_elements<cancel_atom, std::string>())
     return "cancel";
   if (m.match_elements<stop_atom>())
@@ -207,23 +193,6 @@ struct flow_fixture : test_coordinator_fixture<system_config> {
     auto end = line.rfind('/');
     auto begin = line.rfind('/', end - 1);
     return std::stoull(line.substr(begin + 1, end - begin - 1));
-  }
-
-  /// Returns once every job posted to the file pool before has finished
-  /// (its one thread runs them in order).
-  void file_fence() {
-    std::promise<void> done;
-    boost::asio::post(rt->file_pool(), [&done] { done.set_value(); });
-    done.get_future().wait();
-  }
-
-  /// The session's filesystem worker, named "filesystem".
-  filesystem_actor files() {
-    self->send(session, files_atom_v);
-    expect((files_atom), from(self).to(session));
-    auto fs = reply<filesystem_actor>();
-    name(fs, "filesystem");
-    return fs;
   }
 
   /// The test stopped the session itself.
@@ -375,41 +344,6 @@ CAF_TEST(violations of a running execution go to its result and of an ended one
   for (auto& v : kept)
     details.push_back(v.detail);
   CAF_CHECK_EQUAL(sorted(details), sorted({"/late", "/running"}));
-}
-
-CAF_TEST(a file read is answered from the file thread before its worker hears
-           the job ended) {
-  std::ofstream{dir.path + "/work/f"} << "data";
-  auto fs = files();
-  auto* worker = caf::actor_cast<caf::abstract_actor*>(fs);
-  self->request(fs, caf::infinite, read_atom_v, std::string{"f"});
-  expect((read_atom, std::string), from(self).to(fs));
-  // The worker handed the read to the file thread, which answers the
-  // caller itself: nothing of the coordinator runs until the answer is
-  // here (through the worker, it would never come).
-  CAF_REQUIRE(
-    self->await_data(std::chrono::high_resolution_clock::now() + 10s));
-  CAF_CHECK_EQUAL(reply<std::string>(), "data");
-  // Then the worker hears that the job ended, and starts its next one.
-  file_fence();
-  CAF_CHECK(has_mail(worker));
-  settle();
-  CAF_CHECK_EQUAL(seen, std::vector<std::string>{"filesystem <- job done"});
-  CAF_CHECK(!has_mail(self.ptr()));
-}
-
-CAF_TEST(a failed file request is answered from the file thread too) {
-  auto fs = files();
-  self->request(fs, caf::infinite, read_atom_v, std::string{"missing"});
-  expect((read_atom, std::string), from(self).to(fs));
-  CAF_REQUIRE(
-    self->await_data(std::chrono::high_resolution_clock::now() + 10s));
-  auto err = reply<caf::error>();
-  CAF_CHECK_EQUAL(from_caf(err).code, errc::path_not_found);
-  CAF_CHECK(from_caf(err).message.find("missing") != std::string::npos);
-  file_fence();
-  settle();
-  CAF_CHECK_EQUAL(seen.back(), "filesystem <- job done");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

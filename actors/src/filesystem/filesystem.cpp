@@ -22,7 +22,6 @@
 #include "sandbox/fs/path_resolver.hpp"
 #include "sandbox/fs/stat.hpp"
 #include "sandbox/fs/view.hpp"
-#include "weak_send.hpp"
 
 namespace sandbox::actors {
 
@@ -65,23 +64,10 @@ std::optional<std::string> to_std(const caf::optional<std::string>& x) {
 
 namespace {
 
-/// The caller of the request being handled, for a file thread to answer
-/// (see `answer_if_alive`): none when the answer must come from the worker
-/// (a caller on another node, whose answer goes through the node's
-/// connection and its monitor, or a request that passed stages).
-std::optional<weak_target> local_requester(self_ptr self,
-                                           caf::response_promise& rp) {
-  auto& src = rp.source();
-  if (!src || !rp.stages().empty() || src->node() != self->node())
-    return std::nullopt;
-  return weak_target{caf::weak_actor_ptr{src.get()}, self->state.rt->gate()};
-}
-
 /// Runs the one-shot file operation `op` on the absolute form of `path` on
 /// the file pool and makes its outcome the reply: the value (`ok` for an
 /// operation that returns none), or the error of resolving `path` or of
-/// `op` itself. A local caller gets it from the file thread; a refusal
-/// goes through the worker, which reports the violation first.
+/// `op` itself.
 template <class F>
 auto on_path(self_ptr self, std::string_view verb, const std::string& path,
              F op) {
@@ -94,17 +80,7 @@ auto on_path(self_ptr self, std::string_view verb, const std::string& path,
   if (!abs)
     return caf::result<reply_type>{to_caf(abs.error())};
   auto rp = self->make_response_promise<reply_type>();
-  auto requester = local_requester(self, rp);
-  auto id = static_cast<caf::response_promise&>(rp).id();
   auto refused = std::make_shared<fs::denial>();
-  auto to_message = [](auto& outcome) {
-    if (!outcome)
-      return caf::make_message(to_caf(outcome.error()));
-    if constexpr (std::is_void_v<value_type>)
-      return caf::make_message(ok_atom_v);
-    else
-      return caf::make_message(std::move(*outcome));
-  };
   offload(
     self, fmt::format("{} {}", verb, path),
     [op = std::move(op), abs = std::move(*abs), refused] {
@@ -118,12 +94,6 @@ auto on_path(self_ptr self, std::string_view verb, const std::string& path,
         rp.deliver(ok_atom_v);
       else
         rp.deliver(std::move(*outcome));
-    },
-    [requester, id, refused, to_message](auto& outcome) {
-      if (!requester || !refused->path.empty())
-        return false;
-      return answer_if_alive(*requester, id,
-                             [&] { return to_message(outcome); });
     });
   return caf::result<reply_type>{rp};
 }

@@ -41,9 +41,8 @@ void pump(self_ptr self) {
     auto& job = st.jobs.front();
     boost::asio::post(
       st.rt->file_pool(),
-      [work = std::move(job.work), answer = std::move(job.answer), id = job.id,
-       refused = std::move(st.refused), target = weak_self(self, *st.rt),
-       ids = st.ids]() mutable {
+      [work = std::move(job.work), id = job.id, refused = std::move(st.refused),
+       target = weak_self(self, *st.rt), ids = st.ids]() mutable {
         // The job's inputs came from a caller through CAF; its outputs go
         // back the same way (see sandbox/detail/tsan.hpp).
         sandbox::detail::tsan_acquire_handover();
@@ -55,11 +54,7 @@ void pump(self_ptr self) {
           work = nullptr;
           refused.clear();
         }
-        // The caller first (it waits), then the worker (its next job).
-        if (answer) {
-          answer();
-          answer = nullptr;
-        }
+        sandbox::detail::tsan_release_handover();
         send_if_alive<filesystem_actor_impl>(target, ended_atom_v, id);
       });
     st.refused.clear();

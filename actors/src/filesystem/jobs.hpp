@@ -27,50 +27,27 @@ void pump(self_ptr self);
 void on_job_done(self_ptr self, uint64_t id);
 
 /// Queues `work()` (blocking, returning a `sandbox::result`) for the file
-/// pool. On the file thread, once `work` is released, `answer(outcome)`
-/// may answer the caller itself, one hop sooner than through the worker,
-/// and returns whether it did; otherwise `then` gets the outcome in the
-/// worker. When the session stops before the job's turn, `then` gets
-/// `session_stopped` naming `what` instead.
-template <class Work, class Then, class Answer>
-void offload(self_ptr self, std::string what, Work work, Then then,
-             Answer answer) {
+/// pool and calls `then` with its outcome in the worker; when the session
+/// stops before the job's turn, `then` gets `session_stopped` naming
+/// `what` instead.
+template <class Work, class Then>
+void offload(self_ptr self, std::string what, Work work, Then then) {
   using outcome = decltype(work());
-  struct slot {
-    std::optional<outcome> value;
-    /// Set on the file thread, read by the worker after the job's `ended`.
-    bool answered = false;
-  };
   auto& st = self->state;
-  auto out = std::make_shared<slot>();
+  auto out = std::make_shared<std::optional<outcome>>();
   file_job job;
   job.id = ++st.next_job;
-  job.work = [out, work = std::move(work)]() mutable {
-    out->value.emplace(work());
-  };
-  job.answer = [out, answer = std::move(answer)]() mutable {
-    if (out->value)
-      out->answered = answer(*out->value);
-  };
+  job.work = [out, work = std::move(work)]() mutable { out->emplace(work()); };
   job.then = [out, what = std::move(what),
               then = std::move(then)](bool ran) mutable {
-    if (ran && out->answered)
-      return;
-    if (ran && out->value)
-      then(std::move(*out->value));
+    if (ran && out->has_value())
+      then(std::move(**out));
     else
       then(outcome{error{errc::session_stopped,
                          fmt::format("{}: the session is stopped", what)}});
   };
   st.jobs.push_back(std::move(job));
   pump(self);
-}
-
-/// As above, with every outcome going to `then` in the worker.
-template <class Work, class Then>
-void offload(self_ptr self, std::string what, Work work, Then then) {
-  offload(self, std::move(what), std::move(work), std::move(then),
-          [](auto&) { return false; });
 }
 
 /// Queues the release of `writers` (the last references abort them,

@@ -47,9 +47,6 @@ struct file_job {
   uint64_t id = 0;
   std::function<void()> work;
   std::function<void(bool ran)> then;
-  /// Runs on the file thread after `work`, once what `work` held is
-  /// released: may answer the caller there (see `offload`). Optional.
-  std::function<void()> answer;
   /// Runs after the stop too (releasing writers).
   bool always = false;
 };
