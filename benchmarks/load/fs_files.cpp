@@ -138,9 +138,9 @@ std::vector<row> run_files(const options& opt) {
   auto core_r = drive(1, secs, false,
                       once([&] { return read_core(core_path); }));
   auto core_wr = drive(1, secs, false, once([&] {
-                        return write_core(core_path, data)
-                               && read_core(core_path);
-                      }));
+                         return write_core(core_path, data)
+                                && read_core(core_path);
+                       }));
   load_result ours_w;
   load_result ours_r;
   load_result ours_wr;
