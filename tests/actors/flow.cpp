@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fixture.hpp"
@@ -24,6 +26,7 @@
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "session/session.hpp"
+#include "weak_send.hpp"
 
 using namespace sandbox;
 using namespace sandbox::actors;
@@ -419,6 +422,115 @@ CAF_TEST(a streamed read through the facade makes no actor and ends clean) {
   CAF_REQUIRE(again);
   CAF_CHECK_EQUAL(*again, 300000u);
   CAF_CHECK_EQUAL(got, 300000u);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+// A reactor callback's message: the actor it wakes takes its turn on the
+// reactor's thread at once (`send_now_if_alive`), so that a child's exit
+// reaches its session without waking a scheduler thread; whatever that
+// turn wakes in turn goes to the scheduler. The actors here start lazily
+// (`lazy_init`): idle from the start, as a session between two events is,
+// so the event is what wakes them.
+
+namespace {
+
+struct turn_fixture : sandbox::test::node_fixture {
+  caf::actor_system& sys = node.system();
+  std::shared_ptr<actor_gate> gate = std::make_shared<actor_gate>();
+
+  weak_target target(const caf::actor& a) {
+    auto strong = caf::actor_cast<caf::strong_actor_ptr>(a);
+    return {caf::weak_actor_ptr{strong.get()}, gate};
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(reactor_turn_tests, turn_fixture)
+
+CAF_TEST(an actor a reactor event wakes handles it on the reactor thread) {
+  std::promise<std::thread::id> ran;
+  auto a = sys.spawn<caf::lazy_init>(
+    [&ran](caf::event_based_actor* self) -> caf::behavior {
+      return {[&ran, self](int32_t) {
+        ran.set_value(std::this_thread::get_id());
+        self->quit();
+      }};
+    });
+  CAF_REQUIRE(send_now_if_alive<caf::actor>(true, target(a), int32_t{1}));
+  // Handled before the send returned, here: no wait.
+  auto f = ran.get_future();
+  CAF_REQUIRE(f.wait_for(std::chrono::seconds(0)) == std::future_status::ready);
+  CAF_CHECK_EQUAL(f.get(), std::this_thread::get_id());
+}
+
+CAF_TEST(without now the event goes to the scheduler) {
+  std::promise<std::thread::id> ran;
+  auto a = sys.spawn<caf::lazy_init>(
+    [&ran](caf::event_based_actor* self) -> caf::behavior {
+      return {[&ran, self](int32_t) {
+        ran.set_value(std::this_thread::get_id());
+        self->quit();
+      }};
+    });
+  CAF_REQUIRE(send_now_if_alive<caf::actor>(false, target(a), int32_t{1}));
+  CAF_CHECK_NOT_EQUAL(ran.get_future().get(), std::this_thread::get_id());
+}
+
+CAF_TEST(what a reactor turn sends wakes its receiver on the scheduler) {
+  std::promise<std::thread::id> second_ran;
+  auto second
+    = sys.spawn([&second_ran](caf::event_based_actor* self) -> caf::behavior {
+        return {[&second_ran, self](int32_t) {
+          second_ran.set_value(std::this_thread::get_id());
+          self->quit();
+        }};
+      });
+  std::thread::id first_ran;
+  auto first = sys.spawn<caf::lazy_init>(
+    [&first_ran, second](caf::event_based_actor* self) -> caf::behavior {
+      return {[&first_ran, second, self](int32_t x) {
+        first_ran = std::this_thread::get_id();
+        self->send(second, x);
+        self->quit();
+      }};
+    });
+  CAF_REQUIRE(send_now_if_alive<caf::actor>(true, target(first), int32_t{1}));
+  CAF_CHECK_EQUAL(first_ran, std::this_thread::get_id());
+  CAF_CHECK_NOT_EQUAL(second_ran.get_future().get(),
+                      std::this_thread::get_id());
+}
+
+CAF_TEST(a reactor turn that spawns leaves no hold on the actor system) {
+  // CAF 0.17 keeps its logger in the storage of each thread that spawns,
+  // and the system's destructor waits for the logger's last reference: a
+  // reactor thread, which outlives the system, must not keep one.
+  auto a = sys.spawn<caf::lazy_init>([](caf::event_based_actor* self) {
+    return caf::behavior{[self](int32_t) {
+      self->spawn([] { return caf::behavior{[](int32_t) {}}; });
+      self->quit();
+    }};
+  });
+  bool sent = false;
+  bool held = true;
+  std::thread reactor_thread{[&] {
+    sent = send_now_if_alive<caf::actor>(true, target(a), int32_t{1});
+    held = caf::logger::current_logger() != nullptr;
+  }};
+  reactor_thread.join();
+  CAF_CHECK(sent);
+  CAF_CHECK(!held);
+}
+
+CAF_TEST(a closed gate takes no event) {
+  bool ran = false;
+  auto a = sys.spawn(
+    [&ran] { return caf::behavior{[&ran](int32_t) { ran = true; }}; });
+  gate->close();
+  CAF_CHECK(!send_now_if_alive<caf::actor>(true, target(a), int32_t{1}));
+  CAF_CHECK(!ran);
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

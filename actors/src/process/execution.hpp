@@ -257,29 +257,32 @@ template <class Handle>
 child_events
 execution_events(const process_execution& ex, const weak_target& owner) {
   auto exec = ex.p.exec;
+  // The owner takes its turn on the reactor's thread, unless a test drives
+  // the reactor (see `send_now_if_alive`).
+  bool now = ex.p.rt->config().reactor_threads > 0;
   child_events ev;
   if (ex.kept[0])
-    ev.on_output = [owner, exec](stream_kind s, std::string data) {
-      send_if_alive<Handle>(owner, output_atom_v, exec, static_cast<int32_t>(s),
-                            std::move(data));
+    ev.on_output = [owner, exec, now](stream_kind s, std::string data) {
+      send_now_if_alive<Handle>(now, owner, output_atom_v, exec,
+                                static_cast<int32_t>(s), std::move(data));
     };
   ev.keep_cap = ex.p.output_cap;
   ev.linger = ex.p.rt->config().linger;
-  ev.on_finished = [owner, exec](result<int> status, kept_output kept) {
+  ev.on_finished = [owner, exec, now](result<int> status, kept_output kept) {
     exec_result r;
     r.stdout_data = std::move(kept.out);
     r.stderr_data = std::move(kept.err);
     r.truncated = kept.truncated;
     r.dropped_bytes = kept.dropped_bytes;
     if (status)
-      send_if_alive<Handle>(owner, exited_atom_v, exec,
-                            static_cast<int32_t>(*status), caf::error{},
-                            std::move(r));
+      send_now_if_alive<Handle>(now, owner, exited_atom_v, exec,
+                                static_cast<int32_t>(*status), caf::error{},
+                                std::move(r));
     else
-      send_if_alive<Handle>(owner, exited_atom_v, exec, int32_t{0},
-                            caf::make_error(status.error().code,
-                                            status.error().message),
-                            std::move(r));
+      send_now_if_alive<Handle>(now, owner, exited_atom_v, exec, int32_t{0},
+                                caf::make_error(status.error().code,
+                                                status.error().message),
+                                std::move(r));
   };
   return ev;
 }
