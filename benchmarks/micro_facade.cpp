@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "payload.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/blocking_session.hpp"
 #include "sandbox/client/embedded_node.hpp"
@@ -87,20 +88,13 @@ BENCHMARK(BM_facade_exec_true)->DenseRange(0, 1)->UseRealTime();
 struct scratch_file {
   std::filesystem::path dir;
   std::string path;
-  std::string data = std::string(size_t{1} << 20, '\0');
+  std::string data = sandbox::bench::make_payload(size_t{1} << 20);
   scratch_file() {
     char tmpl[] = "/tmp/sandbox-micro-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr)
       throw std::runtime_error("mkdtemp failed");
     dir = tmpl;
     path = (dir / "file.bin").string();
-    uint32_t x = 2463534242u;
-    for (auto& c : data) {
-      x ^= x << 13;
-      x ^= x >> 17;
-      x ^= x << 5;
-      c = static_cast<char>(x);
-    }
     if (!sandbox::fs::write_file(path, data))
       throw std::runtime_error("cannot write " + path);
   }

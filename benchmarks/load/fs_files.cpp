@@ -24,6 +24,7 @@
 
 #include "bench.hpp"
 #include "load_driver.hpp"
+#include "payload.hpp"
 #include "sandbox/client/blocking_files.hpp"
 #include "sandbox/client/embedded_node.hpp"
 #include "sandbox/fs/file_io.hpp"
@@ -33,19 +34,6 @@ namespace sandbox::bench {
 namespace {
 
 constexpr size_t file_size = 1 << 20;
-
-/// 1 MiB of varied bytes (not all zero, so nothing can be elided).
-std::string make_payload() {
-  std::string data(file_size, '\0');
-  uint32_t x = 2463534242u;
-  for (auto& c : data) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    c = static_cast<char>(x);
-  }
-  return data;
-}
 
 /// open(O_TRUNC) + write + close; with `fresh`, the file is unlinked first.
 bool write_raw(const std::string& path, const std::string& data, bool fresh) {
@@ -122,7 +110,7 @@ std::vector<row> run_files(const options& opt) {
   auto dir = opt.scratch + "/files";
   if (!make_dirs(dir))
     throw std::runtime_error("cannot create " + dir);
-  auto data = make_payload();
+  auto data = make_payload(file_size);
   auto raw_path = dir + "/raw.bin";
   auto core_path = dir + "/core.bin";
   auto ours_path = dir + "/ours.bin";

@@ -443,6 +443,17 @@ struct turn_fixture : sandbox::test::node_fixture {
     auto strong = caf::actor_cast<caf::strong_actor_ptr>(a);
     return {caf::weak_actor_ptr{strong.get()}, gate};
   }
+
+  /// An idle actor that tells `ran` which thread handled its one message.
+  caf::actor recorder(std::promise<std::thread::id>& ran) {
+    return sys.spawn<caf::lazy_init>(
+      [&ran](caf::event_based_actor* self) -> caf::behavior {
+        return {[&ran, self](int32_t) {
+          ran.set_value(std::this_thread::get_id());
+          self->quit();
+        }};
+      });
+  }
 };
 
 } // namespace
@@ -451,13 +462,7 @@ CAF_TEST_FIXTURE_SCOPE(reactor_turn_tests, turn_fixture)
 
 CAF_TEST(an actor a reactor event wakes handles it on the reactor thread) {
   std::promise<std::thread::id> ran;
-  auto a = sys.spawn<caf::lazy_init>(
-    [&ran](caf::event_based_actor* self) -> caf::behavior {
-      return {[&ran, self](int32_t) {
-        ran.set_value(std::this_thread::get_id());
-        self->quit();
-      }};
-    });
+  auto a = recorder(ran);
   CAF_REQUIRE(send_now_if_alive<caf::actor>(true, target(a), int32_t{1}));
   // Handled before the send returned, here: no wait.
   auto f = ran.get_future();
@@ -467,26 +472,14 @@ CAF_TEST(an actor a reactor event wakes handles it on the reactor thread) {
 
 CAF_TEST(without now the event goes to the scheduler) {
   std::promise<std::thread::id> ran;
-  auto a = sys.spawn<caf::lazy_init>(
-    [&ran](caf::event_based_actor* self) -> caf::behavior {
-      return {[&ran, self](int32_t) {
-        ran.set_value(std::this_thread::get_id());
-        self->quit();
-      }};
-    });
+  auto a = recorder(ran);
   CAF_REQUIRE(send_now_if_alive<caf::actor>(false, target(a), int32_t{1}));
   CAF_CHECK_NOT_EQUAL(ran.get_future().get(), std::this_thread::get_id());
 }
 
 CAF_TEST(what a reactor turn sends wakes its receiver on the scheduler) {
   std::promise<std::thread::id> second_ran;
-  auto second
-    = sys.spawn([&second_ran](caf::event_based_actor* self) -> caf::behavior {
-        return {[&second_ran, self](int32_t) {
-          second_ran.set_value(std::this_thread::get_id());
-          self->quit();
-        }};
-      });
+  auto second = recorder(second_ran);
   std::thread::id first_ran;
   auto first = sys.spawn<caf::lazy_init>(
     [&first_ran, second](caf::event_based_actor* self) -> caf::behavior {
