@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <sys/prctl.h>
 
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fixture.hpp"
@@ -138,4 +140,35 @@ CAF_TEST(in the cgroup mode even a node only process is no subreaper) {
   auto during = current();
   CAF_CHECK_EQUAL(during.subreaper, before.subreaper);
   CAF_CHECK(during.chld.sa_handler == before.chld.sa_handler);
+}
+
+// CAF 0.17 keeps its logger in the storage of every thread that makes an
+// actor there (a facade call makes its blocking actor on the caller's
+// thread), and an actor system's destructor waits until the last such
+// reference is gone: a host thread that once called the facade and
+// outlives the node would hold the node's destruction until it exits.
+CAF_TEST(a host thread that called the facade does not hold the node end) {
+  sandbox::test::temp_dir dir;
+  std::promise<void> used;
+  std::promise<void> node_gone;
+  std::thread host_thread;
+  bool ok = false;
+  {
+    sandbox::actors::embedded_node node{sandbox::test::suite_runtime_config()};
+    host_thread = std::thread([&] {
+      {
+        sandbox::actors::session_config cfg;
+        cfg.working_directory = dir.path + "/work";
+        auto s = sandbox::actors::blocking_session::create(node, cfg);
+        ok = s && s->info() && s->execute("true") && s->stop();
+      } // The thread holds nothing of the node any more.
+      used.set_value();
+      // Alive until the node is gone.
+      node_gone.get_future().wait();
+    });
+    used.get_future().wait();
+  } // The node ends here, while the host thread lives.
+  node_gone.set_value();
+  host_thread.join();
+  CAF_CHECK(ok);
 }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "client/blocking_ask.hpp"
+#include "client/host_thread.hpp"
 #include "sandbox/client/blocking_session.hpp"
 
 namespace sandbox::actors {
@@ -141,6 +142,7 @@ result<void> blocking_files::write_file(const std::string& path,
 result<blocking_writer>
 blocking_files::open_write(const std::string& path,
                            std::optional<std::string> if_version) {
+  detail::caf_logger_scope keep;
   auto self = std::make_unique<caf::scoped_actor>(*sys_);
   auto id = ask_as<uint64_t>(*self, handle_, open_write_atom_v, path,
                              make_options(std::move(if_version)));

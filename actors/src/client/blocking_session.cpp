@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "client/blocking_ask.hpp"
+#include "client/host_thread.hpp"
 #include "remote/remote_detail.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/actors/remote.hpp"
@@ -85,8 +86,10 @@ facade_actor::facade_actor(caf::actor_system& sys, bool remote) {
       pool_->idle.pop_back();
     }
   }
-  if (!self_)
+  if (!self_) {
+    caf_logger_scope keep;
     self_ = std::make_unique<caf::scoped_actor>(sys);
+  }
 }
 
 facade_actor::~facade_actor() {

@@ -1,8 +1,11 @@
 #include "sandbox/client/embedded_node.hpp"
 
+#include <optional>
+
 #include <caf/actor_system.hpp>
 
 #include "client/blocking_ask.hpp"
+#include "client/host_thread.hpp"
 #include "runtime.hpp"
 #include "sandbox/actors/registration.hpp"
 #include "sandbox/io/reactor.hpp"
@@ -10,6 +13,9 @@
 namespace sandbox::actors {
 
 struct embedded_node::impl {
+  // First: the host's thread as it was before the actor system (see
+  // `caf_logger_scope`); it lets go at the end of the node's constructor.
+  std::optional<detail::caf_logger_scope> keep{std::in_place};
   system_config cfg;
   // The actor system's threads start blocking SIGPIPE; the host's thread
   // gets its mask back at once.
@@ -30,6 +36,7 @@ embedded_node::embedded_node(runtime_config cfg, node_config ncfg)
   : rt_(make_runtime(std::move(cfg))),
     impl_(std::make_unique<impl>(ncfg.scheduler)) {
   node_ = spawn_node(impl_->sys, rt_, std::move(ncfg));
+  impl_->keep.reset();
 }
 
 embedded_node::~embedded_node() {

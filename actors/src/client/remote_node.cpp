@@ -9,12 +9,14 @@
 #include <fmt/format.h>
 
 #include "client/blocking_ask.hpp"
+#include "client/host_thread.hpp"
 #include "remote/remote_detail.hpp"
 #include "sandbox/actors/remote.hpp"
 
 namespace sandbox::actors {
 
 client_system::client_system(const tls_config& tls) : tls_(tls.enabled()) {
+  detail::caf_logger_scope keep;
   configure_remote(cfg_, tls);
   sys_ = std::make_unique<caf::actor_system>(cfg_);
 }
@@ -84,6 +86,7 @@ list_all(caf::actor_system& sys,
          const std::vector<std::shared_ptr<remote_node>>& nodes,
          std::chrono::milliseconds wait) {
   std::vector<std::optional<std::vector<session_info>>> out(nodes.size());
+  detail::caf_logger_scope keep;
   caf::scoped_actor self{sys};
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto rh = self->request(nodes[i]->node(), wait, list_atom_v);
@@ -140,6 +143,7 @@ node_pool::find(const std::string& id) {
   std::optional<sandbox::error> failure;
   for (auto& node : nodes_) {
     auto& sys = node->system();
+    detail::caf_logger_scope keep;
     caf::scoped_actor self{sys};
     std::optional<session_actor> found;
     std::optional<sandbox::error> err;
