@@ -77,6 +77,13 @@ public:
     return cfg_;
   }
 
+  /// Whether an event of a reactor or file thread runs its actor's turn on
+  /// that thread (`send_now_if_alive`): not when a test drives the reactor
+  /// (`reactor_threads` 0), whose coordinator must see every message.
+  bool actor_turns() const noexcept {
+    return cfg_.reactor_threads > 0;
+  }
+
   sandbox::reactor& reactor() noexcept {
     return *reactor_;
   }

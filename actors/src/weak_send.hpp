@@ -11,7 +11,6 @@
 #include <caf/fwd.hpp>
 #include <caf/local_actor.hpp>
 #include <caf/logger.hpp>
-#include <caf/mailbox_element.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
 #include <caf/send.hpp>
@@ -33,24 +32,6 @@ struct weak_target {
 
 inline weak_target weak_self(caf::local_actor* self, const runtime& rt) {
   return {caf::weak_actor_ptr{self->ctrl()}, rt.gate()};
-}
-
-/// Sends `xs...` to the actor behind `target` as a `Handle`, if it still
-/// lives and the gate is open; otherwise the message has nobody to go to
-/// and is dropped. Returns whether it was sent.
-template <class Handle, class... Ts>
-bool send_if_alive(const weak_target& target, Ts&&... xs) {
-  bool sent = false;
-  target.gate->run([&] {
-    // What this thread did before the message is visible to the receiver.
-    sandbox::detail::tsan_release_handover();
-    if (auto strong = target.actor.lock()) {
-      caf::anon_send(caf::actor_cast<Handle>(std::move(strong)),
-                     std::forward<Ts>(xs)...);
-      sent = true;
-    }
-  });
-  return sent;
 }
 
 /// Where an actor woken by a reactor callback takes its turn: on the
@@ -100,26 +81,40 @@ private:
   bool running_ = false;
 };
 
-/// As `send_if_alive`, from a thread of the reactor that runs its own
-/// threads (`now`): the actor handles the message on this thread, in a
-/// turn of `reactor_unit`, if the message woke it. With `now` false (a
-/// reactor driven by a test), exactly `send_if_alive`.
+/// Sends `xs...` to the actor behind `target` as a `Handle`, if it still
+/// lives and the gate is open; otherwise the message has nobody to go to
+/// and is dropped. Returns whether it was sent. With `now` (a reactor or
+/// file thread of a node whose reactor runs its own threads, see
+/// `runtime::actor_turns`), the actor handles the message on this thread,
+/// in a turn of `reactor_unit`, if the message woke it; else a scheduler
+/// thread does.
 template <class Handle, class... Ts>
 bool send_now_if_alive(bool now, const weak_target& target, Ts&&... xs) {
-  if (!now)
-    return send_if_alive<Handle>(target, std::forward<Ts>(xs)...);
+  static_assert(sizeof...(Ts) > 0, "no message to send");
+  using token = caf::detail::type_list<caf::detail::strip_and_convert_t<Ts>...>;
+  static_assert(
+    caf::response_type_unbox<caf::signatures_of_t<Handle>, token>::valid,
+    "receiver does not accept given message");
   bool sent = false;
   target.gate->run([&] {
+    // What this thread did before the message is visible to the receiver.
     sandbox::detail::tsan_release_handover();
     if (auto strong = target.actor.lock()) {
-      auto& unit = reactor_unit::of(*strong->home_system);
-      strong->enqueue(caf::make_mailbox_element(nullptr, caf::make_message_id(),
-                                                {}, std::forward<Ts>(xs)...),
-                      &unit);
+      caf::execution_unit* unit = nullptr;
+      if (now)
+        unit = &reactor_unit::of(*strong->home_system);
+      strong->get()->eq_impl(caf::make_message_id(), nullptr, unit,
+                             std::forward<Ts>(xs)...);
       sent = true;
     }
   });
   return sent;
+}
+
+/// As `send_now_if_alive`, always through the scheduler.
+template <class Handle, class... Ts>
+bool send_if_alive(const weak_target& target, Ts&&... xs) {
+  return send_now_if_alive<Handle>(false, target, std::forward<Ts>(xs)...);
 }
 
 } // namespace sandbox::actors

@@ -43,7 +43,7 @@ void pump(self_ptr self) {
       st.rt->file_pool(),
       [work = std::move(job.work), id = job.id, refused = std::move(st.refused),
        target = weak_self(self, *st.rt), ids = st.ids,
-       now = st.rt->config().reactor_threads > 0]() mutable {
+       now = st.rt->actor_turns()]() mutable {
         // The job's inputs came from a caller through CAF; its outputs go
         // back the same way (see sandbox/detail/tsan.hpp).
         sandbox::detail::tsan_acquire_handover();
@@ -56,7 +56,7 @@ void pump(self_ptr self) {
           refused.clear();
         }
         // The worker takes its turn here (its answer to the caller, its
-        // next job), unless a test drives the node's reactor.
+        // next job).
         send_now_if_alive<filesystem_actor_impl>(now, target, ended_atom_v, id);
       });
     st.refused.clear();

@@ -257,9 +257,8 @@ template <class Handle>
 child_events
 execution_events(const process_execution& ex, const weak_target& owner) {
   auto exec = ex.p.exec;
-  // The owner takes its turn on the reactor's thread, unless a test drives
-  // the reactor (see `send_now_if_alive`).
-  bool now = ex.p.rt->config().reactor_threads > 0;
+  // The owner takes its turn on the reactor's thread.
+  bool now = ex.p.rt->actor_turns();
   child_events ev;
   if (ex.kept[0])
     ev.on_output = [owner, exec, now](stream_kind s, std::string data) {
