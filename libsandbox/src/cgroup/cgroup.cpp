@@ -248,20 +248,12 @@ std::vector<pid_t> cgroup_members(const std::string& dir) {
 }
 
 result<bool> cgroup_populated(const std::string& dir) {
-  // The file is a few dozen bytes, and the kernel hands all of it to the
-  // first read: one read, no second one to find its end (this runs at
-  // every execution's end, when its cgroup goes back to the pool).
+  // This runs at every execution's end, when its cgroup goes back to the
+  // pool: one read.
+  std::string text;
   auto path = dir + "/cgroup.events";
-  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (!fd)
+  if (!read_cgroup_file(path, text))
     return make_errno_error(errno, path);
-  char buf[256];
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof(buf))) < 0 && errno == EINTR)
-    ;
-  if (n < 0)
-    return make_errno_error(errno, path);
-  std::string_view text{buf, static_cast<size_t>(n)};
   for (auto line : split(text, '\n'))
     if (line.substr(0, 10) == "populated ")
       return line.substr(10) != "0";

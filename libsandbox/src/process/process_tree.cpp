@@ -48,7 +48,10 @@ bool parse_proc_stat(std::string_view text, proc_stat& out) {
   return true;
 }
 
-bool read_small_file(const std::string& path, std::string& out) {
+namespace {
+
+/// The text of `path`, read until its end, or in one read (`once`).
+bool read_text(const std::string& path, std::string& out, bool once) {
   unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (!fd)
     return false;
@@ -61,10 +64,20 @@ bool read_small_file(const std::string& path, std::string& out) {
         continue;
       return false;
     }
-    if (n == 0)
-      return true;
     out.append(buf, static_cast<size_t>(n));
+    if (n == 0 || once)
+      return true;
   }
+}
+
+} // namespace
+
+bool read_small_file(const std::string& path, std::string& out) {
+  return read_text(path, out, false);
+}
+
+bool read_cgroup_file(const std::string& path, std::string& out) {
+  return read_text(path, out, true);
 }
 
 std::vector<proc_entry> proc_snapshot() {

@@ -27,6 +27,11 @@ struct proc_entry {
 /// (errno says why).
 bool read_small_file(const std::string& path, std::string& out);
 
+/// As `read_small_file`, for a cgroup file such as `cgroup.events`: the
+/// kernel hands the whole of its text (a few dozen bytes) to the first
+/// read, so there is no second read to find its end.
+bool read_cgroup_file(const std::string& path, std::string& out);
+
 /// The fields of a /proc/PID/stat line that the library reads.
 struct proc_stat {
   /// Field 3: the state letter.
