@@ -138,19 +138,17 @@ std::vector<row> run_files(const options& opt) {
     auto files = actors::files_of(s);
     if (!files)
       throw std::runtime_error("files: " + files.error().message);
-    ours_w = drive(1, secs, false, once([&] {
-                     return files->write_file(ours_path, data).has_value();
-                   }));
-    ours_r = drive(1, secs, false, once([&] {
-                     auto r = files->read_file(ours_path);
-                     return r && r->size() == file_size;
-                   }));
-    ours_wr = drive(1, secs, false, once([&] {
-                      if (!files->write_file(ours_path, data))
-                        return false;
-                      auto r = files->read_file(ours_path);
-                      return r && r->size() == file_size;
-                    }));
+    auto write_ours = [&] {
+      return files->write_file(ours_path, data).has_value();
+    };
+    auto read_ours = [&] {
+      auto r = files->read_file(ours_path);
+      return r && r->size() == file_size;
+    };
+    ours_w = drive(1, secs, false, once(write_ours));
+    ours_r = drive(1, secs, false, once(read_ours));
+    ours_wr = drive(1, secs, false,
+                    once([&] { return write_ours() && read_ours(); }));
     stop_session(s);
   }
   remove_tree(dir);
