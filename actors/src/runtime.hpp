@@ -20,6 +20,7 @@
 #include "sandbox/process/reaper.hpp"
 #include "sandbox/process/terminator.hpp"
 #include "sandbox/process/watchdog.hpp"
+#include "sandbox/unique_fd.hpp"
 
 namespace sandbox {
 class read_guard;
@@ -90,6 +91,21 @@ public:
 
   const std::shared_ptr<sandbox::reaper>& reaper() noexcept {
     return reaper_;
+  }
+
+  /// An open `/dev/null` the children's stdin is made from
+  /// (`launch_spec::dev_null`), one for the node's life instead of one per
+  /// launch; -1 when it could not be opened (each launch then opens its
+  /// own, and names the failure).
+  int dev_null() const noexcept {
+    return dev_null_.get();
+  }
+
+  /// The descriptors the sessions may hold for their execution cgroups
+  /// (`held_cgroup`), all together.
+  const std::shared_ptr<sandbox::held_cgroup_budget>&
+  held_cgroups() const noexcept {
+    return held_cgroups_;
   }
 
   /// The node process environment, the lowest layer of §4.
@@ -191,6 +207,10 @@ private:
   std::string containment_detail_;
   std::unique_ptr<sandbox::reactor> reactor_;
   std::shared_ptr<sandbox::reaper> reaper_;
+  unique_fd dev_null_;
+  std::shared_ptr<sandbox::held_cgroup_budget> held_cgroups_
+    = std::make_shared<sandbox::held_cgroup_budget>(
+      sandbox::held_cgroup_budget::default_size());
   std::unique_ptr<boost::asio::thread_pool> files_;
   std::shared_ptr<actor_gate> gate_ = std::make_shared<actor_gate>();
   std::atomic<uint64_t> ids_{0};

@@ -284,9 +284,13 @@ CAF_TEST(tool calls leave no descriptor and no process behind) {
   auto marker = this->marker(s);
   toolbox tb{s};
   auto file = dir.path + "/work/f.txt";
-  // The first file_editor call starts the session's filesystem worker.
+  // The first file_editor call starts the session's filesystem worker;
+  // the first command leaves the execution cgroup the session holds open
+  // for the next (the timed out one's goes with its stop, the code's is
+  // held after it).
   SANDBOX_REQUIRE_OK(tb.call("file_editor", {{"command", "view"},
                                              {"path", dir.path + "/work"}}));
+  SANDBOX_REQUIRE_OK(tb.call("shell", {{"command", "true"}}));
   auto before = sandbox::test::plumbing_fds();
   SANDBOX_REQUIRE_OK(
     tb.call("shell", {{"command", "echo x; sleep 30"}, {"timeout", 0.3}}));

@@ -204,6 +204,26 @@ CAF_TEST(a child starts with default signals an empty mask and no extra fds) {
   ::signal(SIGPIPE, old);
 }
 
+CAF_TEST(a child 's stdin is the caller' s dev null which stays open) {
+  sandbox::unique_fd null{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  CAF_REQUIRE(null.get() > 2);
+  for (bool fallback : launch_paths()) {
+    sandbox::force_clone_fallback(fallback);
+    // The caller's descriptor (the node keeps one for all its launches),
+    // and 0 (a host without stdin): the launch then opens its own.
+    for (int given : {null.get(), 0}) {
+      auto spec = shell("readlink /proc/self/fd/0; cat; ls /proc/self/fd");
+      spec.dev_null = given;
+      auto [out, status] = run(spec);
+      CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      CAF_CHECK_EQUAL(out.substr(0, out.find('\n') + 1), "/dev/null\n");
+      CAF_CHECK_EQUAL(out.substr(out.find("\n0\n") + 1), "0\n1\n2\n3\n");
+    }
+  }
+  sandbox::force_clone_fallback(false);
+  CAF_CHECK(::fcntl(null.get(), F_GETFD) == FD_CLOEXEC);
+}
+
 CAF_TEST(exec and cwd failures are reported on both launch paths) {
   for (bool fallback : launch_paths()) {
     sandbox::force_clone_fallback(fallback);
@@ -294,47 +314,151 @@ CAF_TEST(kill and remove ends a tree that left its process group) {
         CAF_CHECK(e.zombie());
 }
 
+CAF_TEST(
+  a held cgroup reads its state in place and is where children are born) {
+  auto tree = tree_or_skip();
+  if (!tree)
+    return;
+  auto exec = tree->make_execution("held", 1);
+  SANDBOX_REQUIRE_OK(exec);
+  auto held = sandbox::held_cgroup::open(*exec);
+  SANDBOX_REQUIRE_OK(held);
+  CAF_CHECK_EQUAL((*held)->path(), *exec);
+  auto empty = (*held)->populated();
+  SANDBOX_REQUIRE_OK(empty);
+  CAF_CHECK(!*empty);
+  for (bool fallback : launch_paths()) {
+    sandbox::force_clone_fallback(fallback);
+    CAF_MESSAGE("launch method " << sandbox::launch_method());
+    // Born in the held directory, which the launch does not look up: the
+    // path given beside it is one that does not exist.
+    auto spec = shell("(sleep 300 >/dev/null 2>&1 &); cat /proc/self/cgroup");
+    spec.cgroup_held = *held;
+    spec.cgroup = fallback ? *exec : *exec + "-not-there";
+    auto [out, status] = run(spec);
+    CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CAF_CHECK(out.find(exec->substr(exec->rfind("/sandbox-")) + "\n")
+              != std::string::npos);
+    // The same descriptor read again shows the state of now.
+    auto busy = (*held)->populated();
+    SANDBOX_REQUIRE_OK(busy);
+    CAF_CHECK(*busy);
+    SANDBOX_REQUIRE_OK(sandbox::cgroup_kill(*exec));
+    for (;;) {
+      auto p = (*held)->populated();
+      SANDBOX_REQUIRE_OK(p);
+      if (!*p)
+        break;
+      std::this_thread::yield();
+    }
+  }
+  sandbox::force_clone_fallback(false);
+  // Removed: its state can no longer be read, and the error names it.
+  SANDBOX_REQUIRE_OK(sandbox::cgroup_remove(*exec));
+  auto gone = (*held)->populated();
+  CAF_REQUIRE(!gone);
+  CAF_CHECK(gone.error().message.find(*exec + "/cgroup.events")
+            != std::string::npos);
+  auto missing = sandbox::held_cgroup::open(*exec);
+  CAF_REQUIRE(!missing);
+  CAF_CHECK(missing.error().code == errc::path_not_found);
+  CAF_CHECK(missing.error().message.find(*exec) != std::string::npos);
+  SANDBOX_CHECK_OK(sandbox::cgroup_kill_and_remove(tree->session_path("held"),
+                                                   std::chrono::seconds{5}));
+}
+
+CAF_TEST(a budget holds so many cgroups open and the rest by their path) {
+  auto tree = tree_or_skip();
+  if (!tree)
+    return;
+  auto budget = std::make_shared<sandbox::held_cgroup_budget>(3);
+  auto first_dir = tree->make_execution("budget", 1);
+  auto second_dir = tree->make_execution("budget", 2);
+  SANDBOX_REQUIRE_OK(first_dir);
+  SANDBOX_REQUIRE_OK(second_dir);
+  auto first = sandbox::held_cgroup::open(*first_dir, budget);
+  SANDBOX_REQUIRE_OK(first);
+  CAF_CHECK((*first)->dir_fd() >= 0);
+  // One descriptor left: the second is held by its path, and serves the
+  // same way.
+  auto second = sandbox::held_cgroup::open(*second_dir, budget);
+  SANDBOX_REQUIRE_OK(second);
+  CAF_CHECK_EQUAL((*second)->dir_fd(), -1);
+  auto spec = shell("cat /proc/self/cgroup");
+  spec.cgroup = *second_dir;
+  spec.cgroup_held = *second;
+  auto [out, status] = run(spec);
+  CAF_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CAF_CHECK(out.find(second_dir->substr(second_dir->rfind("/sandbox-")) + "\n")
+            != std::string::npos);
+  auto empty = (*second)->populated();
+  SANDBOX_REQUIRE_OK(empty);
+  CAF_CHECK(!*empty);
+  // A failed open gives its descriptors back; so does the end of a held
+  // one.
+  auto two = std::make_shared<sandbox::held_cgroup_budget>(2);
+  auto missing = sandbox::held_cgroup::open(*first_dir + "-not-there", two);
+  CAF_REQUIRE(!missing);
+  CAF_CHECK(missing.error().code == errc::path_not_found);
+  CAF_CHECK(two->take(2));
+  first->reset();
+  auto again = sandbox::held_cgroup::open(*second_dir, budget);
+  SANDBOX_REQUIRE_OK(again);
+  CAF_CHECK((*again)->dir_fd() >= 0);
+  CAF_CHECK(!budget->take(2));
+  CAF_CHECK(budget->take(1));
+  SANDBOX_CHECK_OK(sandbox::cgroup_kill_and_remove(tree->session_path("budget"),
+                                                   std::chrono::seconds{5}));
+}
+
 CAF_TEST(a pool keeps empty cgroups and leaves busy ones) {
   auto tree = tree_or_skip();
   if (!tree)
     return;
   sandbox::cgroup_pool pool{1};
-  CAF_CHECK_EQUAL(pool.take(), "");
-  auto first = tree->make_execution("pool", 1);
-  auto second = tree->make_execution("pool", 2);
-  auto busy = tree->make_execution("pool", 3);
-  SANDBOX_REQUIRE_OK(first);
-  SANDBOX_REQUIRE_OK(second);
-  SANDBOX_REQUIRE_OK(busy);
+  CAF_CHECK(pool.take() == nullptr);
+  auto held = [&](uint64_t n) {
+    auto dir = tree->make_execution("pool", n);
+    SANDBOX_REQUIRE_OK(dir);
+    auto h = sandbox::held_cgroup::open(*dir);
+    SANDBOX_REQUIRE_OK(h);
+    return *h;
+  };
+  auto first = held(1);
+  auto second = held(2);
+  auto busy = held(3);
   // An execution that ended with nothing left: kept, and handed out again.
   auto [out, status] = run([&] {
     auto spec = shell("true");
-    spec.cgroup = *first;
+    spec.cgroup = first->path();
+    spec.cgroup_held = first;
     return spec;
   }());
   CAF_CHECK(WIFEXITED(status));
-  pool.give_back(*first);
+  pool.give_back(first);
   CAF_CHECK_EQUAL(pool.idle(), 1u);
   // Full: an empty one goes.
-  pool.give_back(*second);
+  pool.give_back(second);
   CAF_CHECK_EQUAL(pool.idle(), 1u);
-  CAF_CHECK(!exists(*second));
+  CAF_CHECK(!exists(second->path()));
   // One that a background process holds stays, outside the pool.
   auto spec = shell("(sleep 300 >/dev/null 2>&1 &); echo started");
-  spec.cgroup = *busy;
+  spec.cgroup = busy->path();
+  spec.cgroup_held = busy;
   auto [started, st2] = run(spec);
   CAF_CHECK_EQUAL(started, "started\n");
-  CAF_CHECK(pool.take() == *first);
-  pool.give_back(*busy);
+  CAF_CHECK(pool.take() == first);
+  pool.give_back(busy);
   CAF_CHECK_EQUAL(pool.idle(), 0u);
-  CAF_CHECK(exists(*busy));
+  CAF_CHECK(exists(busy->path()));
   // Closed (the session stops): nothing is kept, an empty one goes.
   pool.close();
-  pool.give_back(*first);
+  pool.give_back(first);
   CAF_CHECK_EQUAL(pool.idle(), 0u);
-  CAF_CHECK(!exists(*first));
-  // A directory already gone is forgotten.
-  pool.give_back(*second);
+  CAF_CHECK(!exists(first->path()));
+  // A directory already gone is forgotten; so is nothing.
+  pool.give_back(second);
+  pool.give_back(nullptr);
   CAF_CHECK_EQUAL(pool.idle(), 0u);
   SANDBOX_CHECK_OK(sandbox::cgroup_kill_and_remove(tree->session_path("pool"),
                                                    std::chrono::seconds{5}));

@@ -165,15 +165,23 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   // §1: commands run with stdin closed (/dev/null); code gets its source on
   // stdin; spawned processes keep a stdin pipe.
   spec->pipe_stdin = keep_stdin || initial_stdin.has_value();
+  spec->dev_null = st.p.rt->dev_null();
   if (st.cgroups)
-    spec->cgroup = st.cgroups->take();
-  if (spec->cgroup.empty()) {
+    spec->cgroup_held = st.cgroups->take();
+  if (!spec->cgroup_held) {
     auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
     if (!cgroup)
       return cgroup.error();
+    // Held open for the session's next executions; one that cannot be
+    // opened is launched by its path (the launch names what failed) and
+    // removed at the reap.
+    if (!cgroup->empty())
+      if (auto held = held_cgroup::open(*cgroup, st.p.rt->held_cgroups()))
+        spec->cgroup_held = std::move(*held);
     spec->cgroup = std::move(*cgroup);
   }
-  if (!spec->cgroup.empty()) {
+  if (spec->cgroup_held) {
+    spec->cgroup = spec->cgroup_held->path();
     if (!st.cgroups)
       st.cgroups = std::make_shared<cgroup_pool>();
     spec->cgroup_reuse = st.cgroups;

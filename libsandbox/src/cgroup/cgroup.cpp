@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,17 +248,88 @@ std::vector<pid_t> cgroup_members(const std::string& dir) {
   return out;
 }
 
-result<bool> cgroup_populated(const std::string& dir) {
-  // This runs at every execution's end, when its cgroup goes back to the
-  // pool: one read.
-  std::string text;
-  auto path = dir + "/cgroup.events";
-  if (!read_cgroup_file(path, text))
-    return make_errno_error(errno, path);
+namespace {
+
+/// `populated` of the text of `path` (a `cgroup.events`).
+result<bool> populated_in(std::string_view text, const std::string& path) {
   for (auto line : split(text, '\n'))
     if (line.substr(0, 10) == "populated ")
       return line.substr(10) != "0";
   return error{errc::io_error, fmt::format("{}: no populated line", path)};
+}
+
+} // namespace
+
+result<bool> cgroup_populated(const std::string& dir) {
+  std::string text;
+  auto path = dir + "/cgroup.events";
+  if (!read_cgroup_file(path, text))
+    return make_errno_error(errno, path);
+  return populated_in(text, path);
+}
+
+size_t held_cgroup_budget::default_size() noexcept {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return 0;
+  return static_cast<size_t>(std::min<rlim_t>(lim.rlim_cur / 8, 1024));
+}
+
+bool held_cgroup_budget::take(size_t n) noexcept {
+  auto want = static_cast<int64_t>(n);
+  auto left = left_.load(std::memory_order_relaxed);
+  while (left >= want)
+    if (left_.compare_exchange_weak(left, left - want,
+                                    std::memory_order_relaxed))
+      return true;
+  return false;
+}
+
+void held_cgroup_budget::give(size_t n) noexcept {
+  left_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+}
+
+result<std::shared_ptr<const held_cgroup>>
+held_cgroup::open(std::string dir, std::shared_ptr<held_cgroup_budget> budget) {
+  std::shared_ptr<held_cgroup> out{new held_cgroup(std::move(dir))};
+  if (budget && !budget->take(2))
+    return out;
+  auto& path = out->path_;
+  out->dir_.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (out->dir_)
+    out->events_.reset(
+      ::openat(out->dir_.get(), "cgroup.events", O_RDONLY | O_CLOEXEC));
+  if (!out->events_) {
+    auto err = errno;
+    if (budget)
+      budget->give(2);
+    return make_errno_error(err, out->dir_ ? path + "/cgroup.events"
+                                           : fmt::format("cgroup {}", path));
+  }
+  out->budget_ = std::move(budget);
+  return out;
+}
+
+held_cgroup::~held_cgroup() {
+  if (budget_)
+    budget_->give(2);
+}
+
+result<bool> held_cgroup::populated() const {
+  if (!events_)
+    return cgroup_populated(path_);
+  // This runs at every execution's end, when its cgroup goes back to the
+  // pool: one read, from the start (a kernfs file shows its state anew at
+  // offset 0).
+  char buf[256];
+  ssize_t n;
+  do
+    n = ::pread(events_.get(), buf, sizeof(buf), 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return make_errno_error(errno, path_ + "/cgroup.events");
+  return populated_in(std::string_view{buf, static_cast<size_t>(n)},
+                      path_ + "/cgroup.events");
 }
 
 result<void> cgroup_kill(const std::string& dir) {
@@ -318,30 +390,32 @@ bool remove_if_empty(const std::string& dir) {
 
 } // namespace
 
-std::string cgroup_pool::take() {
+std::shared_ptr<const held_cgroup> cgroup_pool::take() {
   std::lock_guard<std::mutex> guard{mtx_};
   if (idle_.empty())
-    return {};
+    return nullptr;
   auto dir = std::move(idle_.back());
   idle_.pop_back();
   return dir;
 }
 
-void cgroup_pool::give_back(const std::string& dir) {
+void cgroup_pool::give_back(std::shared_ptr<const held_cgroup> dir) {
   // Nothing can enter an empty cgroup but by an explicit move, which no
   // process of the session may make (the directory is the node's): empty
   // now, it stays empty until the next execution is born in it.
-  auto populated = cgroup_populated(dir);
+  if (!dir)
+    return;
+  auto populated = dir->populated();
   if (!populated || *populated)
     return;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (!closed_ && idle_.size() < cap_) {
-      idle_.push_back(dir);
+      idle_.push_back(std::move(dir));
       return;
     }
   }
-  (void) remove_if_empty(dir);
+  (void) remove_if_empty(dir->path());
 }
 
 void cgroup_pool::close() {

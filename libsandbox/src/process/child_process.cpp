@@ -49,7 +49,10 @@ child_process::start(reactor& r, const launch_spec& spec) {
   auto& c = *launched;
   std::shared_ptr<child_process> self{new child_process(r, c.pid)};
   self->cgroup_ = spec.cgroup;
-  self->cgroup_reuse_ = spec.cgroup_reuse;
+  if (spec.cgroup_held && spec.cgroup_reuse) {
+    self->cgroup_held_ = spec.cgroup_held;
+    self->cgroup_reuse_ = spec.cgroup_reuse;
+  }
   self->out_.fd.assign(c.stdout_r.release());
   self->out_.fd.non_blocking(true);
   if (c.stderr_r) {
@@ -126,8 +129,8 @@ void child_process::release() {
 }
 
 void child_process::return_cgroup() {
-  if (!cgroup_.empty() && cgroup_reuse_)
-    cgroup_reuse_->give_back(cgroup_);
+  if (cgroup_reuse_)
+    cgroup_reuse_->give_back(std::move(cgroup_held_));
 }
 
 namespace {

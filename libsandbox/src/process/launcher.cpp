@@ -30,6 +30,7 @@
 #include "process/child_syscall.hpp"
 #include "process/launch_child.hpp"
 #include "process/vm_child.hpp"
+#include "sandbox/cgroup/cgroup.hpp"
 #include "sandbox/validation.hpp"
 
 extern char** environ;
@@ -143,7 +144,7 @@ result<void> make_stdio(const launch_spec& spec, launched_child& child,
   if (spec.pipe_stdin) {
     if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
       return ok.error();
-  } else {
+  } else if (spec.dev_null <= 2) {
     stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     if (!stdin_r)
       return make_errno_error(errno, "/dev/null");
@@ -361,10 +362,15 @@ result<launched_child> launch(const launch_spec& spec) {
   unique_fd stderr_w;
   if (auto ok = make_stdio(spec, child, stdin_r, stdout_w, stderr_w); !ok)
     return ok.error();
-  auto opened = detail::open_cgroup_dir(spec.cgroup);
-  if (!opened)
-    return opened.error();
-  unique_fd cgroup = std::move(*opened);
+  int cgroup = spec.cgroup_held ? spec.cgroup_held->dir_fd() : -1;
+  unique_fd opened_cgroup;
+  if (cgroup < 0) {
+    auto opened = detail::open_cgroup_dir(spec.cgroup);
+    if (!opened)
+      return opened.error();
+    opened_cgroup = std::move(*opened);
+    cgroup = opened_cgroup.get();
+  }
   exec_arrays arrays{spec};
   child_plan plan;
   plan.path = spec.executable.c_str();
@@ -372,7 +378,9 @@ result<launched_child> launch(const launch_spec& spec) {
   plan.envp = arrays.envp.data();
   plan.cwd = spec.cwd.c_str();
   plan.fd_out = stdout_w.get();
-  plan.fd_in = spec.terminal ? plan.fd_out : stdin_r.get();
+  plan.fd_in = spec.terminal ? plan.fd_out
+               : stdin_r     ? stdin_r.get()
+                             : spec.dev_null;
   plan.fd_err = spec.terminal ? plan.fd_out : stderr_w.get();
   plan.terminal = spec.terminal.has_value();
   plan.parent = ::getpid();
@@ -380,11 +388,11 @@ result<launched_child> launch(const launch_spec& spec) {
   int pidfd = -1;
   long pid = -ENOSYS;
   if (spec.contain.ns_pidfd >= 0)
-    return launch_contained(spec, plan, std::move(child), cgroup.get(), stack,
+    return launch_contained(spec, plan, std::move(child), cgroup, stack,
                             arrays);
   if (!clone_forced.load() && !clone3_refused.load()) {
     all_signals_blocked blocked;
-    pid = clone3_child(plan, cgroup.get(), pidfd, stack);
+    pid = clone3_child(plan, cgroup, pidfd, stack);
   }
   if (pid == -ENOSYS) {
 #if defined(__x86_64__)
@@ -392,7 +400,7 @@ result<launched_child> launch(const launch_spec& spec) {
       clone3_refused = true;
 #endif
     unique_fd procs;
-    if (cgroup) {
+    if (cgroup >= 0) {
       auto path = spec.cgroup + "/cgroup.procs";
       procs.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
       if (!procs)
@@ -404,7 +412,7 @@ result<launched_child> launch(const launch_spec& spec) {
   }
   if (pid < 0) {
     auto err = static_cast<int>(-pid);
-    if (cgroup)
+    if (cgroup >= 0)
       return error{errc::io_error,
                    fmt::format("cannot start {} in cgroup {}: {}",
                                spec.executable, spec.cgroup,

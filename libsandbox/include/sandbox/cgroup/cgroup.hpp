@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,7 @@
 
 #include "sandbox/errc.hpp"
 #include "sandbox/execution.hpp"
+#include "sandbox/unique_fd.hpp"
 
 namespace sandbox {
 
@@ -75,12 +77,82 @@ result<void> cgroup_kill_and_remove(const std::string& dir,
 /// processes are left alone. Returns how many were removed.
 size_t remove_dead_cgroups(const std::string& own);
 
+/// How many descriptors a node's sessions may hold open for their
+/// execution cgroups (`held_cgroup`, two each) together: beyond it, a
+/// cgroup is held by its path alone, so that idle sessions cannot use up
+/// the process's descriptors. Thread-safe.
+class held_cgroup_budget {
+public:
+  explicit held_cgroup_budget(size_t descriptors) noexcept
+    : left_(static_cast<int64_t>(descriptors)) {
+  }
+
+  /// An eighth of this process's descriptor limit (`RLIMIT_NOFILE`), at
+  /// most 1024.
+  static size_t default_size() noexcept;
+
+  /// Takes `n` descriptors if that many are left.
+  bool take(size_t n) noexcept;
+
+  /// Gives back `n` descriptors taken before.
+  void give(size_t n) noexcept;
+
+private:
+  std::atomic<int64_t> left_;
+};
+
+/// An execution cgroup held open while its session keeps it: its
+/// directory, which a child is born in (`launch_spec::cgroup_held`), and
+/// its `cgroup.events`, read again in place. A launch and a give-back then
+/// look nothing up by path (a lookup below /sys/fs/cgroup is one of the
+/// dearer steps of a launch). Immutable once open: thread-safe.
+class held_cgroup {
+public:
+  /// Opens cgroup `dir` and its `cgroup.events`, taking two descriptors
+  /// of `budget` (null: none counted). Where the budget has none left,
+  /// `dir` is held by its path alone (`dir_fd()` is -1; a launch opens the
+  /// directory, `populated` reads the file by path). Errors: `io_error`
+  /// naming the path (`path_not_found` when the cgroup is gone).
+  static result<std::shared_ptr<const held_cgroup>>
+  open(std::string dir, std::shared_ptr<held_cgroup_budget> budget = nullptr);
+
+  ~held_cgroup();
+
+  held_cgroup(const held_cgroup&) = delete;
+  held_cgroup& operator=(const held_cgroup&) = delete;
+
+  const std::string& path() const noexcept {
+    return path_;
+  }
+
+  /// The directory, opened `O_DIRECTORY` (for `CLONE_INTO_CGROUP`); -1
+  /// when held by its path alone.
+  int dir_fd() const noexcept {
+    return dir_.get();
+  }
+
+  /// As `cgroup_populated`, with one `pread` of the kept `cgroup.events`.
+  /// Errors: `io_error` naming the path (a removed cgroup's file reads as
+  /// ENODEV).
+  result<bool> populated() const;
+
+private:
+  explicit held_cgroup(std::string path) noexcept : path_(std::move(path)) {
+  }
+
+  std::string path_;
+  unique_fd dir_;
+  unique_fd events_;
+  /// Where the two descriptors go back; null when none were taken.
+  std::shared_ptr<held_cgroup_budget> budget_;
+};
+
 /// The empty execution cgroups of one session, kept for its next
-/// executions: a directory is made once and used by one execution after
-/// another, where a mkdir and an rmdir per execution cost the node about
-/// 45 µs of kernel time (and the kernel more, later, in its workers).
-/// Executions end on their process actors and start on the session's:
-/// thread-safe.
+/// executions, held open (`held_cgroup`): a directory is made and opened
+/// once and used by one execution after another, where a mkdir and an
+/// rmdir per execution cost the node about 45 µs of kernel time (and the
+/// kernel more, later, in its workers). Executions end on their process
+/// actors and start on the session's: thread-safe.
 class cgroup_pool {
 public:
   /// Keeps at most `cap` idle directories (one per execution the session
@@ -88,15 +160,15 @@ public:
   explicit cgroup_pool(size_t cap = 8) : cap_(cap) {
   }
 
-  /// An idle directory, or an empty string when none is kept.
-  std::string take();
+  /// An idle directory, or null when none is kept.
+  std::shared_ptr<const held_cgroup> take();
 
   /// The execution that ran in `dir` ended and its child was reaped. An
   /// empty `dir` is kept for the next execution, or removed when the pool
   /// is full or closed; one that still holds a process (a descendant left
   /// in the background) is left alone: it is the session's stop that ends
-  /// and removes it. A `dir` already gone is forgotten.
-  void give_back(const std::string& dir);
+  /// and removes it. A `dir` already gone is forgotten. Null: nothing.
+  void give_back(std::shared_ptr<const held_cgroup> dir);
 
   /// The session stops (its stop removes its cgroups): nothing is kept
   /// from now on.
@@ -107,7 +179,7 @@ public:
 
 private:
   mutable std::mutex mtx_;
-  std::vector<std::string> idle_;
+  std::vector<std::shared_ptr<const held_cgroup>> idle_;
   size_t cap_;
   bool closed_ = false;
 };

@@ -96,8 +96,8 @@ public:
 
   /// The cgroup the child was born in (`launch_spec::cgroup`); empty in
   /// the process-group mode. Removed, if empty, once the child is reaped;
-  /// with a `launch_spec::cgroup_reuse`, its owner gives it back instead
-  /// (`return_cgroup`).
+  /// held open with a `launch_spec::cgroup_reuse`, its owner gives it back
+  /// instead (`return_cgroup`).
   const std::string& cgroup() const noexcept {
     return cgroup_;
   }
@@ -211,6 +211,7 @@ private:
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   pid_t pid_;
   std::string cgroup_;
+  std::shared_ptr<const held_cgroup> cgroup_held_;
   std::shared_ptr<cgroup_pool> cgroup_reuse_;
   unique_fd watch_listener_;
   child_events events_;

@@ -17,6 +17,7 @@ struct sock_fprog;
 namespace sandbox {
 
 class cgroup_pool;
+class held_cgroup;
 
 /// What a command of a contained session enters before its exec
 /// (isolation.hpp). `ns_pidfd` -1: an uncontained launch.
@@ -101,10 +102,18 @@ struct launch_spec {
   /// A cgroup v2 directory the child is born in (`CLONE_INTO_CGROUP`);
   /// empty: the launcher's own cgroup.
   std::string cgroup;
-  /// Where `cgroup` goes once the child was reaped and its owner is done
-  /// with it (`child_process::return_cgroup`); null: removed at the reap if
-  /// empty.
+  /// `cgroup`, held open by its owner (a session's execution cgroup,
+  /// `held_cgroup`): the child is born in its directory, which the launch
+  /// does not open again. Null: the launch opens `cgroup`.
+  std::shared_ptr<const held_cgroup> cgroup_held;
+  /// Where `cgroup_held` goes once the child was reaped and its owner is
+  /// done with it (`child_process::return_cgroup`); null (or no
+  /// `cgroup_held`): `cgroup` is removed at the reap if empty.
   std::shared_ptr<cgroup_pool> cgroup_reuse;
+  /// An open `/dev/null` (readable, close-on-exec, not 0-2) that the
+  /// child's stdin is made from when it gets no pipe, kept by the caller
+  /// for all its launches; -1: the launch opens one.
+  int dev_null = -1;
   /// Enter a contained session (see `launch`).
   launch_containment contain;
 };
