@@ -147,16 +147,21 @@ void BM_launch_cgroup(benchmark::State& state) {
 }
 BENCHMARK(BM_launch_cgroup)->UseRealTime();
 
-// What reusing an emptied execution cgroup would cost instead: one cgroup
-// made before the loop, and before each launch the check that it is empty
-// (`cgroup.events`), which a reuse could not skip (a background process
-// left in it would join the next execution).
+// What reusing an emptied execution cgroup costs instead, as a session
+// does it: one cgroup made and held open before the loop (`held_cgroup`),
+// and before each launch the check that it is empty (one `pread` of its
+// `cgroup.events`), which a reuse cannot skip (a background process left
+// in it would join the next execution).
 void BM_launch_cgroup_reused(benchmark::State& state) {
   auto tree = sandbox::cgroup_tree::create();
   auto dir = tree ? (*tree)->make_execution("bench", 0)
                   : sandbox::result<std::string>{tree.error()};
-  if (!dir) {
-    state.SkipWithError(dir.error().message.c_str());
+  auto held = dir
+                ? sandbox::held_cgroup::open(*dir)
+                : sandbox::result<std::shared_ptr<const sandbox::held_cgroup>>{
+                  dir.error()};
+  if (!held) {
+    state.SkipWithError(held.error().message.c_str());
     for (auto _ : state)
       ;
     return;
@@ -165,9 +170,10 @@ void BM_launch_cgroup_reused(benchmark::State& state) {
   state.SetLabel(std::string{sandbox::launch_method()});
   auto spec = true_spec();
   spec.cgroup = *dir;
+  spec.cgroup_held = *held;
   auto cpu0 = children_cpu();
   for (auto _ : state) {
-    auto busy = sandbox::cgroup_populated(spec.cgroup);
+    auto busy = (*held)->populated();
     if (!busy || *busy) {
       state.SkipWithError("the reused cgroup is not empty");
       break;
@@ -176,6 +182,7 @@ void BM_launch_cgroup_reused(benchmark::State& state) {
       break;
   }
   child_cpu_counter(state, cpu0);
+  held->reset();
   ::rmdir(spec.cgroup.c_str());
 }
 BENCHMARK(BM_launch_cgroup_reused)->UseRealTime();
