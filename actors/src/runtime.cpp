@@ -1,6 +1,5 @@
 #include "runtime.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,11 +159,8 @@ runtime::runtime(runtime_config cfg)
     sandbox::log::logger()->info("node start: containment process_group ({})",
                                  containment_detail_);
   }
-  // Above 0-2 (a host may have closed its stdin): the children's 0 is
-  // dup'd from it.
-  dev_null_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (dev_null_ && dev_null_.get() <= 2)
-    dev_null_.reset(::fcntl(dev_null_.get(), F_DUPFD_CLOEXEC, 3));
+  if (auto null = open_dev_null())
+    dev_null_ = std::move(*null);
   reactor_ = std::make_unique<sandbox::reactor>(cfg_.reactor_threads);
   // A process that is only a node (reap_all_orphans) is a subreaper and
   // reaps every orphan; a host application keeps its own orphan handling

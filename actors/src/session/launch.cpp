@@ -168,7 +168,9 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
   spec->dev_null = st.p.rt->dev_null();
   if (st.cgroups)
     spec->cgroup_held = st.cgroups->take();
-  if (!spec->cgroup_held) {
+  if (spec->cgroup_held) {
+    spec->cgroup = spec->cgroup_held->path();
+  } else {
     auto cgroup = st.p.rt->execution_cgroup(st.p.id, exec_id);
     if (!cgroup)
       return cgroup.error();
@@ -181,7 +183,6 @@ start(self_ptr self, result<launch_spec> spec, const exec_options& opts,
     spec->cgroup = std::move(*cgroup);
   }
   if (spec->cgroup_held) {
-    spec->cgroup = spec->cgroup_held->path();
     if (!st.cgroups)
       st.cgroups = std::make_shared<cgroup_pool>();
     spec->cgroup_reuse = st.cgroups;

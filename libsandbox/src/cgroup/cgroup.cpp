@@ -303,7 +303,7 @@ held_cgroup::open(std::string dir, std::shared_ptr<held_cgroup_budget> budget) {
     auto err = errno;
     if (budget)
       budget->give(2);
-    return make_errno_error(err, out->dir_ ? path + "/cgroup.events"
+    return make_errno_error(err, out->dir_ ? out->events_path_
                                            : fmt::format("cgroup {}", path));
   }
   out->budget_ = std::move(budget);
@@ -316,20 +316,12 @@ held_cgroup::~held_cgroup() {
 }
 
 result<bool> held_cgroup::populated() const {
-  if (!events_)
-    return cgroup_populated(path_);
   // This runs at every execution's end, when its cgroup goes back to the
-  // pool: one read, from the start (a kernfs file shows its state anew at
-  // offset 0).
-  char buf[256];
-  ssize_t n;
-  do
-    n = ::pread(events_.get(), buf, sizeof(buf), 0);
-  while (n < 0 && errno == EINTR);
-  if (n < 0)
-    return make_errno_error(errno, path_ + "/cgroup.events");
-  return populated_in(std::string_view{buf, static_cast<size_t>(n)},
-                      path_ + "/cgroup.events");
+  // pool: one read.
+  std::string text;
+  if (!read_cgroup_file(events_.get(), events_path_, text))
+    return make_errno_error(errno, events_path_);
+  return populated_in(text, events_path_);
 }
 
 result<void> cgroup_kill(const std::string& dir) {

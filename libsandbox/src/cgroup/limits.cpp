@@ -126,31 +126,16 @@ session_limits::~session_limits() {
                           std::strerror(errno));
 }
 
-namespace {
-
-/// The text of a small cgroup file: through `fd` from its start (the file
-/// is made anew for each read), else by `path`; false when neither works.
-bool read_events(const unique_fd& fd, const std::string& path,
-                 std::string& out) {
-  if (!fd)
-    return read_small_file(path, out);
-  char buf[4096];
-  auto n = ::pread(fd.get(), buf, sizeof(buf), 0);
-  if (n < 0)
-    return read_small_file(path, out);
-  out.assign(buf, static_cast<size_t>(n));
-  return true;
-}
-
-} // namespace
+namespace {} // namespace
 
 session_limits::counters session_limits::read() const {
   counters c;
   std::string text;
   if (!memory_events_.empty()
-      && read_events(memory_events_fd_, memory_events_, text))
+      && read_cgroup_file(memory_events_fd_.get(), memory_events_, text))
     c.oom_kills = counter_in(text, "oom_kill");
-  if (!pids_events_.empty() && read_events(pids_events_fd_, pids_events_, text))
+  if (!pids_events_.empty()
+      && read_cgroup_file(pids_events_fd_.get(), pids_events_, text))
     c.forks_refused = counter_in(text, "max");
   return c;
 }

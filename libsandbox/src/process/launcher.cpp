@@ -145,9 +145,10 @@ result<void> make_stdio(const launch_spec& spec, launched_child& child,
     if (auto ok = make_pipe(stdin_r, child.stdin_w); !ok)
       return ok.error();
   } else if (spec.dev_null <= 2) {
-    stdin_r.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!stdin_r)
-      return make_errno_error(errno, "/dev/null");
+    auto null = open_dev_null();
+    if (!null)
+      return null.error();
+    stdin_r = std::move(*null);
   }
   if (auto ok = make_pipe(child.stdout_r, stdout_w); !ok)
     return ok.error();
@@ -430,6 +431,16 @@ result<launched_child> launch(const launch_spec& spec) {
   // clone's pidfd is close-on-exec already.
   child.pidfd = std::move(pidfd_owner);
   return child;
+}
+
+result<unique_fd> open_dev_null() {
+  unique_fd null{::open("/dev/null", O_RDONLY | O_CLOEXEC)};
+  if (!null)
+    return make_errno_error(errno, "/dev/null");
+  if (auto ok = above_stdio(null); !ok)
+    return error{ok.error().code,
+                 fmt::format("/dev/null: {}", ok.error().message)};
+  return null;
 }
 
 std::string_view launch_method() noexcept {

@@ -80,6 +80,21 @@ bool read_cgroup_file(const std::string& path, std::string& out) {
   return read_text(path, out, true);
 }
 
+bool read_cgroup_file(int fd, const std::string& path, std::string& out) {
+  if (fd >= 0) {
+    char buf[4096];
+    ssize_t n;
+    do
+      n = ::pread(fd, buf, sizeof(buf), 0);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+      out.assign(buf, static_cast<size_t>(n));
+      return true;
+    }
+  }
+  return read_cgroup_file(path, out);
+}
+
 std::vector<proc_entry> proc_snapshot() {
   std::vector<proc_entry> result;
   DIR* dir = ::opendir("/proc");

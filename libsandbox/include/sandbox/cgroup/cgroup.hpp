@@ -131,16 +131,18 @@ public:
     return dir_.get();
   }
 
-  /// As `cgroup_populated`, with one `pread` of the kept `cgroup.events`.
-  /// Errors: `io_error` naming the path (a removed cgroup's file reads as
-  /// ENODEV).
+  /// As `cgroup_populated`, with one `pread` of the kept `cgroup.events`
+  /// (`read_cgroup_file`). Errors: as `cgroup_populated` (a removed
+  /// cgroup's kept file fails, and so does its path).
   result<bool> populated() const;
 
 private:
-  explicit held_cgroup(std::string path) noexcept : path_(std::move(path)) {
+  explicit held_cgroup(std::string path)
+    : path_(std::move(path)), events_path_(path_ + "/cgroup.events") {
   }
 
   std::string path_;
+  std::string events_path_;
   unique_fd dir_;
   unique_fd events_;
   /// Where the two descriptors go back; null when none were taken.

@@ -175,6 +175,11 @@ struct launched_child {
 /// cgroup that cannot be entered is one, naming it).
 result<launched_child> launch(const launch_spec& spec);
 
+/// Opens `/dev/null` for reading, close-on-exec and above 0-2: a child's
+/// stdin, per launch or kept for many (`launch_spec::dev_null`). Errors:
+/// those of `open` and `fcntl`, naming `/dev/null`.
+result<unique_fd> open_dev_null();
+
 /// How `launch` makes children in this process: "clone3" or "clone" (see
 /// above); for `sandbox info` and the logs.
 std::string_view launch_method() noexcept;

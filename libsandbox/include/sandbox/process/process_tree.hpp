@@ -32,6 +32,11 @@ bool read_small_file(const std::string& path, std::string& out);
 /// read, so there is no second read to find its end.
 bool read_cgroup_file(const std::string& path, std::string& out);
 
+/// As above, through `fd`, the file kept open (-1: none), from its start:
+/// the kernel makes a cgroup file's text anew for a read at offset 0.
+/// Without `fd`, or when that read fails, by `path`.
+bool read_cgroup_file(int fd, const std::string& path, std::string& out);
+
 /// The fields of a /proc/PID/stat line that the library reads.
 struct proc_stat {
   /// Field 3: the state letter.
