@@ -71,6 +71,11 @@ std::string lookup(remote_node& client, const std::string& id) {
 /// A handle in `client`'s actor system for the actor number `id` on its
 /// node: what a client that guessed the number makes itself (CAF makes the
 /// proxy on the multiplexer thread, where the BASP broker's state lives).
+/// CAF 0.17.6 keeps a thread-local pointer to the node a message being read
+/// came from (`set_last_hop`) and never clears it: outside the reading of a
+/// message it may point at a node id that is gone, which `make_proxy`
+/// then compares with (a segfault, about one run in twenty under load).
+/// The handle made here comes from no message: no last hop.
 session_actor guessed_handle(remote_node& client, caf::actor_id id) {
   auto& sys = client.system();
   auto& mpx = static_cast<caf::io::network::default_multiplexer&>(
@@ -82,6 +87,7 @@ session_actor guessed_handle(remote_node& client, caf::actor_id id) {
   mpx.dispatch([&] {
     auto* broker = static_cast<caf::io::basp_broker*>(
       caf::actor_cast<caf::abstract_actor*>(basp));
+    broker->instance.proxies().set_last_hop(nullptr);
     made.set_value(broker->instance.proxies().get_or_put(node, id));
   });
   return caf::actor_cast<session_actor>(made.get_future().get());
